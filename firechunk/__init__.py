@@ -1,0 +1,3 @@
+"""firechunk: turn a documentation site crawled by Firecrawl into retrieval-ready chunks."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,51 @@
+"""Atomic file output: a reader never sees a half-written file.
+
+Every output of the pipeline goes through these helpers: the bytes are written to a
+temporary file in the same directory, flushed to disk, then renamed over the target.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+
+def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
+    """Call `write` with a temporary binary file, then rename it to `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    return atomic_write(path, lambda handle: handle.write(data))
+
+
+def write_text(path: Path, text: str) -> Path:
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: Path, value: Any, *, indent: int | None = 2) -> Path:
+    return write_text(path, json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
+
+
+def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
+    def write(handle: IO[bytes]) -> None:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    return atomic_write(path, write)

@@ -1,0 +1,56 @@
+"""The chunk: the unit loaded into the vector database.
+
+The JSON structure is fixed by the user (issue 2): keys may be added under `metadata`,
+never removed or renamed. `Chunk.model_dump(by_alias=True)` produces exactly that shape.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Headers(BaseModel):
+    """The H1 and H2 in force at the chunk's first content line (clean text, no markdown)."""
+
+    h1: str | None = None
+    h2: str | None = None
+
+
+class Overlap(BaseModel):
+    """Context carried over from the previous chunk of the same page (not part of `text`)."""
+
+    prev_chunk_id: str | None = None
+    text: str = ""
+
+
+class ChunkData(BaseModel):
+    headers: Headers
+    text: str
+    overlap_text: Overlap = Field(default_factory=Overlap)
+
+
+class ChunkMetadata(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    token_count: int
+    source_url: str = Field(alias="sourceUrl")
+    page_title: str
+    breadcrumb: list[str] = Field(
+        default_factory=list, description="Every heading level in force at the first line."
+    )
+    chunk_index: int = Field(description="Position of the chunk within its page, from 0.")
+    source_lines: tuple[int, int] = Field(
+        description="First and last line (1-based, inclusive) of the page markdown it came from."
+    )
+    aliases: list[str] = Field(
+        default_factory=list, description="Other URLs that returned the same page."
+    )
+
+
+class Chunk(BaseModel):
+    chunk_id: str
+    metadata: ChunkMetadata
+    data: ChunkData
+
+    def to_json(self) -> dict:
+        return self.model_dump(by_alias=True, mode="json")

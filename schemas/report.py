@@ -1,0 +1,55 @@
+"""Records a chunking run writes beside its chunks: quarantined pages and the run report."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class QuarantineRecord(BaseModel):
+    """A page that could not be chunked, kept with the reason instead of being lost."""
+
+    url: str
+    reason: str
+    detail: str = ""
+    page_title: str | None = None
+    markdown_chars: int = 0
+
+
+class DuplicateChunk(BaseModel):
+    """A chunk dropped because an earlier chunk of the run has the same normalised text."""
+
+    source_url: str
+    chunk_index: int
+    duplicate_of: str = Field(description="chunk_id of the kept chunk with the same text.")
+    token_count: int
+
+
+class SizePercentiles(BaseModel):
+    p0: int = 0
+    p5: int = 0
+    p25: int = 0
+    p50: int = 0
+    p75: int = 0
+    p95: int = 0
+    p100: int = 0
+
+
+class ChunkReport(BaseModel):
+    pages_in: int = 0
+    pages_chunked: int = 0
+    pages_aliased: int = 0
+    pages_quarantined: int = 0
+    chunks_out: int = 0
+    duplicate_chunks_dropped: int = 0
+    tokens_before_cleanup: int = 0
+    tokens_after_cleanup: int = 0
+    tokens_in_chunks: int = 0
+    cleanup_tokens_removed: dict[str, int] = Field(default_factory=dict)
+    chunk_tokens: SizePercentiles = Field(default_factory=SizePercentiles)
+    aliases: dict[str, list[str]] = Field(
+        default_factory=dict, description="Chunked URL -> other URLs that returned the same page."
+    )
+    duplicates: list[DuplicateChunk] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    encoding: str = "cl100k_base"
+    seconds: float = 0.0
