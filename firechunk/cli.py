@@ -1,8 +1,10 @@
-"""The `firechunk` command line."""
+"""The `firechunk` command line: each sub-command lives in `firechunk.commands`."""
 
 from __future__ import annotations
 
 import typer
+
+from firechunk.commands.crawl import crawl
 
 app = typer.Typer(
     name="firechunk",
@@ -10,8 +12,4 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-
-
-@app.callback()
-def main() -> None:
-    """firechunk: crawl, chunk, validate, publish."""
+app.command()(crawl)

@@ -53,3 +53,30 @@ class ChunkReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     encoding: str = "cl100k_base"
     seconds: float = 0.0
+
+
+class HeadingRecord(BaseModel):
+    """An H1 or H2 of a page, as clean text, with its 1-based line in the page markdown."""
+
+    level: int
+    text: str
+    line: int
+
+
+class PageRecord(BaseModel):
+    """What became of one crawled URL: chunked, aliased to another URL, or quarantined."""
+
+    url: str = Field(description="The URL as crawled (sourceURL).")
+    canonical_url: str
+    page_title: str
+    status: str = Field(description="'chunked', 'alias' (same page as `alias_of`) or 'quarantined'")
+    alias_of: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    raw_hash: str = Field(description="sha256 of the markdown as crawled.")
+    content_hash: str = Field(description="sha256 of the markdown after clean-up, normalised.")
+    tokens_before_cleanup: int = 0
+    tokens_after_cleanup: int = 0
+    chunk_count: int = 0
+    chunk_tokens: int = 0
+    headings: list[HeadingRecord] = Field(default_factory=list)
+    quarantine_reason: str | None = None

@@ -1,0 +1,1 @@
+"""One module per `firechunk` sub-command; `firechunk.cli` registers them."""
