@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from schemas.chunk import Chunk
+
 
 class QuarantineRecord(BaseModel):
     """A page that could not be chunked, kept with the reason instead of being lost."""
@@ -80,3 +82,12 @@ class PageRecord(BaseModel):
     chunk_tokens: int = 0
     headings: list[HeadingRecord] = Field(default_factory=list)
     quarantine_reason: str | None = None
+
+
+class ChunkRun(BaseModel):
+    """Everything one chunking run produced, before it is validated and written."""
+
+    chunks: list[Chunk] = Field(default_factory=list)
+    pages: list[PageRecord] = Field(default_factory=list)
+    quarantine: list[QuarantineRecord] = Field(default_factory=list)
+    report: ChunkReport = Field(default_factory=ChunkReport)
