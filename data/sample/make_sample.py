@@ -482,247 +482,51 @@ def reporting_schema() -> str:
 
 LIMITS_PATH = "/docs/reference/limits"
 
+# One error code per line: code | HTTP status | meaning | what to do.
 ERROR_CODES = [
-    (
-        "`body_too_large`",
-        "413",
-        "The message body is larger than 256 KiB.",
-        "Store the payload in object storage and publish a reference to it.",
-    ),
-    (
-        "`too_many_attributes`",
-        "400",
-        "The message has more than 32 attributes.",
-        "Merge related attributes into one JSON-encoded value.",
-    ),
-    (
-        "`attribute_too_long`",
-        "400",
-        "An attribute name exceeds 128 bytes or a value exceeds 1 KiB.",
-        "Shorten the attribute or move it into the body.",
-    ),
-    (
-        "`invalid_attribute_name`",
-        "400",
-        "An attribute name starts with the reserved prefix `acme.`.",
-        "Rename the attribute.",
-    ),
-    (
-        "`queue_not_found`",
-        "404",
-        "No queue with this name exists in the project.",
-        "Check the spelling and the project URL.",
-    ),
-    (
-        "`queue_paused`",
-        "409",
-        "The queue is paused and accepts no publishes.",
-        "Resume the queue from the console or with `acme queue resume`.",
-    ),
-    (
-        "`queue_deleting`",
-        "409",
-        "The queue is being deleted.",
-        "Wait for the deletion to finish, then create it again.",
-    ),
-    (
-        "`queue_name_taken`",
-        "409",
-        "A queue with this name already exists.",
-        "Pick another name or reuse the existing queue.",
-    ),
-    (
-        "`invalid_queue_name`",
-        "400",
-        "Queue names use lower-case letters, digits and dashes, up to 80 characters.",
-        "Rename the queue.",
-    ),
-    (
-        "`invalid_ordering_key`",
-        "400",
-        "The ordering key is empty or longer than 256 bytes.",
-        "Use a shorter, non-empty key.",
-    ),
-    (
-        "`duplicate_idempotency_key`",
-        "200",
-        "A message with this idempotency key was stored in the last 24 hours.",
-        "Nothing: the identifier of the earlier message is returned.",
-    ),
-    (
-        "`idempotency_key_too_long`",
-        "400",
-        "The idempotency key is longer than 128 bytes.",
-        "Hash long keys before sending them.",
-    ),
-    (
-        "`invalid_delay`",
-        "400",
-        "The publish delay is negative or longer than 15 minutes.",
-        "Use a delay between 0 and 15 minutes.",
-    ),
-    (
-        "`batch_too_large`",
-        "413",
-        "A batch publish holds more than 100 messages or 1 MiB in total.",
-        "Split the batch.",
-    ),
-    (
-        "`empty_batch`",
-        "400",
-        "A batch publish holds no messages.",
-        "Skip the call when there is nothing to send.",
-    ),
-    (
-        "`invalid_max_messages`",
-        "400",
-        "A receive call asked for fewer than 1 or more than 100 messages.",
-        "Ask for 1 to 100 messages.",
-    ),
-    (
-        "`invalid_wait_seconds`",
-        "400",
-        "A receive call asked to wait longer than 20 seconds.",
-        "Wait 20 seconds at most and call again.",
-    ),
-    (
-        "`lease_expired`",
-        "410",
-        "The lease of the message ended before the call arrived.",
-        "Nothing to settle: the message will be delivered again.",
-    ),
-    (
-        "`lease_token_mismatch`",
-        "409",
-        "The lease token belongs to an earlier lease of the message.",
-        "Drop the message: another worker holds it now.",
-    ),
-    (
-        "`invalid_extension`",
-        "400",
-        "A lease extension is shorter than 1 second or longer than 12 hours.",
-        "Extend by 1 second to 12 hours.",
-    ),
-    (
-        "`lease_too_long`",
-        "400",
-        "The total lease of a message would exceed 12 hours.",
-        "Split the work into smaller messages.",
-    ),
-    (
-        "`message_not_found`",
-        "404",
-        "The message was settled or expired.",
-        "Nothing: it no longer exists.",
-    ),
-    (
-        "`invalid_retry_policy`",
-        "400",
-        "The retry policy is unknown or its delays are out of range.",
-        "Use `fixed`, `linear` or `exponential` with delays up to 12 hours.",
-    ),
-    (
-        "`max_attempts_out_of_range`",
-        "400",
-        "`max_attempts` is below 1 or above 100.",
-        "Use 1 to 100 attempts.",
-    ),
-    (
-        "`dead_letter_loop`",
-        "400",
-        "The dead-letter queue is the queue itself or sends its own dead letters back.",
-        "Pick a dead-letter queue that has none of its own.",
-    ),
-    (
-        "`dead_letter_queue_not_found`",
-        "404",
-        "The dead-letter queue named in the policy does not exist.",
-        "Create the dead-letter queue first.",
-    ),
-    (
-        "`retention_out_of_range`",
-        "400",
-        "The retention period is shorter than 1 hour or longer than the plan allows.",
-        "Pick a retention period your plan supports.",
-    ),
-    (
-        "`plan_queue_limit`",
-        "403",
-        "The project already has as many queues as its plan allows.",
-        "Delete unused queues or upgrade the plan.",
-    ),
-    (
-        "`plan_throughput_limit`",
-        "429",
-        "The project publishes faster than its plan allows.",
-        "Slow down, batch messages or upgrade the plan.",
-    ),
-    (
-        "`rate_limited`",
-        "429",
-        "Too many requests from one key in one second.",
-        "Retry after the delay given in the `Retry-After` header.",
-    ),
-    (
-        "`storage_quota_exceeded`",
-        "507",
-        "Unsettled messages take more storage than the plan allows.",
-        "Add workers or raise the quota.",
-    ),
-    (
-        "`invalid_service_key`",
-        "401",
-        "The service key is missing, malformed or revoked.",
-        "Copy a current key from the console.",
-    ),
-    (
-        "`key_lacks_permission`",
-        "403",
-        "The key may not use this queue or this operation.",
-        "Use a key whose role covers the operation.",
-    ),
-    (
-        "`project_suspended`",
-        "403",
-        "The project is suspended, usually for an unpaid invoice.",
-        "Contact billing.",
-    ),
-    (
-        "`region_mismatch`",
-        "421",
-        "The request reached a region that does not host the project.",
-        "Use the project URL shown in the console.",
-    ),
-    (
-        "`webhook_url_invalid`",
-        "400",
-        "The webhook URL is not HTTPS or points to a private address.",
-        "Use a public HTTPS URL.",
-    ),
-    (
-        "`webhook_secret_missing`",
-        "400",
-        "A webhook endpoint was created without a signing secret.",
-        "Generate a secret in the console.",
-    ),
-    (
-        "`partition_unavailable`",
-        "503",
-        "The partition is electing a new leader.",
-        "Retry after a second; the client libraries do this for you.",
-    ),
-    (
-        "`region_degraded`",
-        "503",
-        "The region cannot reach a majority of its storage nodes.",
-        "Retry with backoff and check the status page.",
-    ),
-    (
-        "`internal_error`",
-        "500",
-        "An unexpected failure inside Acme Queue.",
-        "Retry with backoff; report the request id if it persists.",
-    ),
+    line.strip().split(" | ")
+    for line in """
+    `body_too_large` | 413 | The message body is larger than 256 KiB. | Store the payload in object storage and publish a reference to it.
+    `too_many_attributes` | 400 | The message has more than 32 attributes. | Merge related attributes into one JSON-encoded value.
+    `attribute_too_long` | 400 | An attribute name exceeds 128 bytes or a value exceeds 1 KiB. | Shorten the attribute or move it into the body.
+    `invalid_attribute_name` | 400 | An attribute name starts with the reserved prefix `acme.`. | Rename the attribute.
+    `queue_not_found` | 404 | No queue with this name exists in the project. | Check the spelling and the project URL.
+    `queue_paused` | 409 | The queue is paused and accepts no publishes. | Resume the queue from the console or with `acme queue resume`.
+    `queue_deleting` | 409 | The queue is being deleted. | Wait for the deletion to finish, then create it again.
+    `queue_name_taken` | 409 | A queue with this name already exists. | Pick another name or reuse the existing queue.
+    `invalid_queue_name` | 400 | Queue names use lower-case letters, digits and dashes, up to 80 characters. | Rename the queue.
+    `invalid_ordering_key` | 400 | The ordering key is empty or longer than 256 bytes. | Use a shorter, non-empty key.
+    `duplicate_idempotency_key` | 200 | A message with this idempotency key was stored in the last 24 hours. | Nothing: the identifier of the earlier message is returned.
+    `idempotency_key_too_long` | 400 | The idempotency key is longer than 128 bytes. | Hash long keys before sending them.
+    `invalid_delay` | 400 | The publish delay is negative or longer than 15 minutes. | Use a delay between 0 and 15 minutes.
+    `batch_too_large` | 413 | A batch publish holds more than 100 messages or 1 MiB in total. | Split the batch.
+    `empty_batch` | 400 | A batch publish holds no messages. | Skip the call when there is nothing to send.
+    `invalid_max_messages` | 400 | A receive call asked for fewer than 1 or more than 100 messages. | Ask for 1 to 100 messages.
+    `invalid_wait_seconds` | 400 | A receive call asked to wait longer than 20 seconds. | Wait 20 seconds at most and call again.
+    `lease_expired` | 410 | The lease of the message ended before the call arrived. | Nothing to settle: the message will be delivered again.
+    `lease_token_mismatch` | 409 | The lease token belongs to an earlier lease of the message. | Drop the message: another worker holds it now.
+    `invalid_extension` | 400 | A lease extension is shorter than 1 second or longer than 12 hours. | Extend by 1 second to 12 hours.
+    `lease_too_long` | 400 | The total lease of a message would exceed 12 hours. | Split the work into smaller messages.
+    `message_not_found` | 404 | The message was settled or expired. | Nothing: it no longer exists.
+    `invalid_retry_policy` | 400 | The retry policy is unknown or its delays are out of range. | Use `fixed`, `linear` or `exponential` with delays up to 12 hours.
+    `max_attempts_out_of_range` | 400 | `max_attempts` is below 1 or above 100. | Use 1 to 100 attempts.
+    `dead_letter_loop` | 400 | The dead-letter queue is the queue itself or sends its own dead letters back. | Pick a dead-letter queue that has none of its own.
+    `dead_letter_queue_not_found` | 404 | The dead-letter queue named in the policy does not exist. | Create the dead-letter queue first.
+    `retention_out_of_range` | 400 | The retention period is shorter than 1 hour or longer than the plan allows. | Pick a retention period your plan supports.
+    `plan_queue_limit` | 403 | The project already has as many queues as its plan allows. | Delete unused queues or upgrade the plan.
+    `plan_throughput_limit` | 429 | The project publishes faster than its plan allows. | Slow down, batch messages or upgrade the plan.
+    `rate_limited` | 429 | Too many requests from one key in one second. | Retry after the delay given in the `Retry-After` header.
+    `storage_quota_exceeded` | 507 | Unsettled messages take more storage than the plan allows. | Add workers or raise the quota.
+    `invalid_service_key` | 401 | The service key is missing, malformed or revoked. | Copy a current key from the console.
+    `key_lacks_permission` | 403 | The key may not use this queue or this operation. | Use a key whose role covers the operation.
+    `project_suspended` | 403 | The project is suspended, usually for an unpaid invoice. | Contact billing.
+    `region_mismatch` | 421 | The request reached a region that does not host the project. | Use the project URL shown in the console.
+    `webhook_url_invalid` | 400 | The webhook URL is not HTTPS or points to a private address. | Use a public HTTPS URL.
+    `webhook_secret_missing` | 400 | A webhook endpoint was created without a signing secret. | Generate a secret in the console.
+    `partition_unavailable` | 503 | The partition is electing a new leader. | Retry after a second; the client libraries do this for you.
+    `region_degraded` | 503 | The region cannot reach a majority of its storage nodes. | Retry with backoff and check the status page.
+    `internal_error` | 500 | An unexpected failure inside Acme Queue. | Retry with backoff; report the request id if it persists.
+""".strip().splitlines()
 ]
 
 
@@ -743,7 +547,7 @@ def limits() -> str:
         ),
         heading_2026(2, "Error codes", p),
         "Every error response carries a stable `code`, listed below, a human-readable `message` and the `request_id` to quote when you contact support.",
-        table(["Code", "HTTP status", "Meaning", "What to do"], [list(row) for row in ERROR_CODES]),
+        table(["Code", "HTTP status", "Meaning", "What to do"], ERROR_CODES),
     )
 
 
@@ -1014,7 +818,7 @@ def check_promises(counter: TokenCounter) -> dict[str, int]:
     sizes = {
         "SQL migration block (reporting-schema)": counter.count(REPORTING_MIGRATION),
         "error-code table (limits)": counter.count(
-            table(["Code", "HTTP status", "Meaning", "What to do"], [list(r) for r in ERROR_CODES])
+            table(["Code", "HTTP status", "Meaning", "What to do"], ERROR_CODES)
         ),
         "'The life of a message' section (architecture)": counter.count(
             "\n\n".join(LIFE_OF_A_MESSAGE)
