@@ -1,0 +1,118 @@
+"""Markdown -> a flat list of top-level blocks with their line spans (mistletoe, block level).
+
+Only block structure matters for chunking, so inline parsing is switched off while we
+parse (it is most of mistletoe's time). A block's text is never re-rendered: it is the
+page's own lines, sliced by the span mistletoe reports, so chunk text stays verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from mistletoe import block_token, span_token
+
+HEADING, PARAGRAPH, CODE, TABLE, LIST, QUOTE, RULE, OTHER = (
+    "heading",
+    "paragraph",
+    "code",
+    "table",
+    "list",
+    "quote",
+    "rule",
+    "other",
+)
+
+_KINDS = {
+    "Heading": HEADING,
+    "SetextHeading": HEADING,
+    "Paragraph": PARAGRAPH,
+    "CodeFence": CODE,
+    "BlockCode": CODE,
+    "Table": TABLE,
+    "List": LIST,
+    "Quote": QUOTE,
+    "ThematicBreak": RULE,
+}
+
+
+@dataclass(slots=True)
+class Block:
+    """A top-level block: `start`/`end` index the cleaned lines, `end` exclusive."""
+
+    kind: str
+    start: int
+    end: int
+    level: int = 0  # heading level, 1-6
+    title: str = ""  # clean heading text
+    fence: str = ""  # opening fence line of fenced code ("```sql")
+    items: tuple[int, ...] = ()  # start lines of top-level list items
+
+
+@contextmanager
+def _block_level_only() -> Iterator[None]:
+    """Parse without inline tokens: every span becomes raw text."""
+    saved = list(span_token._token_types)
+    span_token._token_types[:] = [span_token.RawText]
+    try:
+        yield
+    finally:
+        span_token._token_types[:] = saved
+
+
+def parse_blocks(lines: list[str]) -> list[Block]:
+    """Split markdown lines into top-level blocks covering every non-blank line."""
+    with _block_level_only():
+        document = block_token.Document(lines)
+    tokens = list(document.children)
+    starts = [token.line_number - 1 for token in tokens]
+    blocks = []
+    for index, token in enumerate(tokens):
+        start = starts[index]
+        limit = starts[index + 1] if index + 1 < len(tokens) else len(lines)
+        end = _trim_blank_tail(lines, start, limit)
+        blocks.append(_make_block(token, lines, start, end))
+    return blocks
+
+
+def _trim_blank_tail(lines: list[str], start: int, end: int) -> int:
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return end
+
+
+def _make_block(token, lines: list[str], start: int, end: int) -> Block:
+    kind = _KINDS.get(type(token).__name__, OTHER)
+    block = Block(kind=kind, start=start, end=end)
+    if kind == HEADING:
+        block.level = token.level
+        block.title = clean_heading(_heading_source(token))
+    elif kind == CODE and type(token).__name__ == "CodeFence":
+        block.fence = lines[start].strip()
+    elif kind == LIST:
+        block.items = tuple(item.line_number - 1 for item in token.children)
+    return block
+
+
+def _heading_source(token) -> str:
+    return "".join(getattr(child, "content", "") for child in token.children)
+
+
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_CODE_SPAN = re.compile(r"`+([^`]*)`+")
+_EMPHASIS = re.compile(r"(\*{1,3}|_{1,3}|~~)(\S(?:.*?\S)?)\1")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def clean_heading(source: str) -> str:
+    """Heading text as a reader sees it: no links, emphasis, code marks, tags or escapes."""
+    text = _LINK.sub(r"\1", source)
+    text = _CODE_SPAN.sub(r"\1", text)
+    text = _EMPHASIS.sub(r"\2", text)
+    text = _HTML_TAG.sub("", text)
+    text = _ESCAPE.sub(r"\1", text)
+    text = re.sub(r"\s+#+\s*$", "", text)  # closing sequence of an ATX heading
+    return " ".join(text.split())

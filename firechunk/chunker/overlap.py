@@ -1,0 +1,58 @@
+"""Overlap: what a reader of a chunk needs from the chunk before it.
+
+The last heading line in force at the end of the previous chunk, and its last sentence,
+at most `limit` tokens together. It is stored apart from the chunk text, so token counts
+and duplicate detection see each line of the page once.
+"""
+
+from __future__ import annotations
+
+import re
+
+from firechunk.tokens import TokenCounter
+
+_ATX_LINE = re.compile(r"^ {0,3}#{1,6}\s+\S.*$", re.M)
+_SETEXT_LINE = re.compile(r"^(\S.*)\n {0,3}(=+|-+)[ \t]*$", re.M)
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*$", re.M)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def overlap_text(
+    previous_text: str, heading_in_force: str | None, counter: TokenCounter, limit: int
+) -> str:
+    heading = _last_heading(previous_text) or heading_in_force or ""
+    sentence = last_sentence(previous_text)
+    if sentence == heading or _ATX_LINE.fullmatch(sentence):
+        sentence = ""
+    budget = limit - (counter.count(heading) + 2 if heading else 0)
+    if budget < 10:  # a heading too long to leave room: keep the sentence alone
+        heading, budget = "", limit
+    sentence = _tail_within(sentence, budget, counter)
+    return "\n\n".join(part for part in (heading, sentence) if part)
+
+
+def _last_heading(text: str) -> str | None:
+    atx = list(_ATX_LINE.finditer(text))
+    setext = list(_SETEXT_LINE.finditer(text))
+    candidates = [(m.start(), m.group(0).strip()) for m in atx]
+    candidates += [(m.start(), m.group(0).strip()) for m in setext]
+    return max(candidates)[1] if candidates else None
+
+
+def last_sentence(text: str) -> str:
+    """The last sentence of the last paragraph (for code, its last line)."""
+    body = _FENCE_LINE.sub("", text).strip()
+    if not body:
+        return ""
+    last_block = re.split(r"\n\s*\n", body)[-1]
+    flat = " ".join(last_block.split())
+    sentences = [s for s in _SENTENCE_END.split(flat) if s]
+    return sentences[-1] if sentences else flat
+
+
+def _tail_within(text: str, limit: int, counter: TokenCounter) -> str:
+    tokens = counter.encode(text)
+    if len(tokens) <= limit:
+        return text
+    tail = counter.decode(tokens[-limit:])
+    return tail.split(" ", 1)[-1] if " " in tail else tail  # start at a whole word

@@ -1,0 +1,170 @@
+"""One page in, chunk drafts out: clean-up, parse, pass 1, pass 2, pass 3.
+
+Pure and deterministic; ids, duplicates across pages and overlap are the run's business
+(`firechunk.pipeline`), because they need to see every page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from firechunk.chunker import boundaries
+from firechunk.chunker.blocks import HEADING, parse_blocks
+from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
+from firechunk.chunker.pieces import Count
+from firechunk.chunker.sections import HeadingPath, headers_of, split_sections
+from firechunk.chunker.split import Limits, Unit, build_units, pack_section
+
+
+class PageRejected(ValueError):
+    """The page cannot be chunked; `reason` is a short code for the quarantine record."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class DraftChunk:
+    text: str
+    tokens: int
+    h1: str | None
+    h2: str | None
+    breadcrumb: list[str]
+    source_lines: tuple[int, int]
+
+
+@dataclass
+class PageChunks:
+    chunks: list[DraftChunk]
+    headings: list[tuple[int, str, int]]  # (level, title, source line) of every H1/H2
+    content_hash: str
+    tokens_before: int
+    tokens_after: int
+    removed_tokens: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChunkerOptions:
+    limits: Limits = Limits()
+    cleanup: CleanupOptions = CleanupOptions()
+    max_page_chars: int = 5_000_000
+
+
+def chunk_page(
+    markdown: object, title: str, count: Count, options: ChunkerOptions | None = None
+) -> PageChunks:
+    options = options or ChunkerOptions()
+    text = check_page(markdown, options)
+    cleaned = clean_markdown(text, options.cleanup)
+    blocks = parse_blocks(cleaned.lines)
+    if not any(block.kind != HEADING for block in blocks):
+        raise PageRejected("header-only" if blocks else "empty", "no content besides headings")
+    sections = split_sections(blocks)
+    units = build_units(sections, cleaned.lines, options.limits, count)
+    groups = [
+        group
+        for section_units in _by_section(units)
+        for group in pack_section(section_units, options.limits)
+    ]
+    groups = boundaries.attach_lone_headings(groups, options.limits)
+    groups = boundaries.merge_small(groups, options.limits)
+    texts = [join_units(group) for group in groups]
+    while repacked := boundaries.enforce_hard_limit(groups, texts, options.limits, count):
+        groups, texts = repacked, [join_units(group) for group in repacked]
+    fallback_h1 = _first_h1(blocks) or title
+    chunks = [
+        _draft(group, text, count(text), cleaned.source_lines, fallback_h1)
+        for group, text in zip(groups, texts, strict=True)
+    ]
+    cleaned_text = "\n".join(cleaned.lines)
+    return PageChunks(
+        chunks=chunks,
+        headings=[
+            (b.level, b.title, cleaned.source_lines[b.start])
+            for b in blocks
+            if b.kind == HEADING and b.level <= 2
+        ],
+        content_hash=content_hash(cleaned_text),
+        tokens_before=count(text),
+        tokens_after=count(cleaned_text),
+        removed_tokens={
+            rule: count("\n".join(parts)) for rule, parts in cleaned.removed.items() if parts
+        },
+        warnings=cleaned.warnings,
+    )
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_HTML_DOCUMENT = re.compile(r"\s*(<!doctype html|<html[\s>]|<head[\s>]|<body[\s>])", re.I)
+
+
+def check_page(markdown: object, options: ChunkerOptions) -> str:
+    """The page's markdown if it is chunkable text, else PageRejected with the reason."""
+    if not isinstance(markdown, str):
+        raise PageRejected("not-text", f"markdown is {type(markdown).__name__}")
+    if not markdown.strip():
+        raise PageRejected("empty", "the page has no markdown")
+    if len(markdown) > options.max_page_chars:
+        raise PageRejected("too-large", f"{len(markdown):,} characters")
+    if "\x00" in markdown or len(_CONTROL.findall(markdown)) > len(markdown) // 1000:
+        raise PageRejected("binary", "control characters: not a text page")
+    if markdown.count("\ufffd") > max(3, len(markdown) // 1000):
+        raise PageRejected("not-utf8", "undecodable bytes (U+FFFD) throughout the page")
+    if _HTML_DOCUMENT.match(markdown):
+        raise PageRejected("html", "raw HTML document instead of markdown")
+    return markdown
+
+
+def content_hash(text: str) -> str:
+    """Hash of text with whitespace normalised: equal for pages that read the same."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
+
+
+def join_units(units: list[Unit]) -> str:
+    """The chunk text: units in page order, separated as they were in the page."""
+    parts = [units[0].text]
+    for before, unit in zip(units, units[1:], strict=False):
+        if unit.joiner is not None:
+            parts.append(unit.joiner)
+        else:
+            parts.append("\n\n" if unit.start > before.end else "\n")
+        parts.append(unit.text)
+    return "".join(parts).strip("\n")
+
+
+def _by_section(units: list[Unit]) -> list[list[Unit]]:
+    """Consecutive units that share their H1/H2, i.e. one pass-1 section each."""
+    runs: list[list[Unit]] = []
+    for unit in units:
+        key = (unit.h1_ordinal, headers_of(unit.path))
+        if runs and (runs[-1][-1].h1_ordinal, headers_of(runs[-1][-1].path)) == key:
+            runs[-1].append(unit)
+        else:
+            runs.append([unit])
+    return runs
+
+
+def _first_h1(blocks) -> str | None:
+    return next((b.title for b in blocks if b.kind == HEADING and b.level == 1), None)
+
+
+def _draft(
+    group: list[Unit], text: str, tokens: int, source_lines: list[int], fallback_h1: str
+) -> DraftChunk:
+    path: HeadingPath = group[0].path
+    h1, h2 = headers_of(path)
+    first = source_lines[group[0].start]
+    last = source_lines[min(group[-1].end, len(source_lines)) - 1]
+    return DraftChunk(
+        text=text,
+        tokens=tokens,
+        h1=h1 or fallback_h1,
+        h2=h2,
+        breadcrumb=[title for _, title in path],
+        source_lines=(first, max(first, last)),
+    )

@@ -1,0 +1,214 @@
+"""Cutting one block that is over budget into pieces that fit, by the block's own grain.
+
+- fenced code: at line boundaries (blank lines preferred), every piece re-fenced with
+  the block's opening fence and info string;
+- tables: by rows, the header and delimiter rows repeated on every piece;
+- lists: at item boundaries, then as text;
+- anything else: at blank lines, then lines, then sentences, then words.
+A piece never exceeds its budget (the first piece may have a smaller budget than the rest,
+to leave room for headings stacked in front of it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from firechunk.chunker.blocks import CODE, LIST, TABLE, Block
+
+Count = Callable[[str], int]
+
+
+@dataclass(slots=True)
+class Piece:
+    text: str
+    start: int  # first line (index into the cleaned lines)
+    end: int  # exclusive
+    joiner: str | None = None  # what stood between this piece and the one before it
+
+
+@dataclass(frozen=True)
+class Budget:
+    first: int
+    rest: int
+
+    def at(self, index: int) -> int:
+        return self.first if index == 0 else self.rest
+
+
+def split_block(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+    """Pieces of `block`, each within budget; the block itself when it fits."""
+    text = "\n".join(lines[block.start : block.end])
+    if count(text) <= budget.first:
+        return [Piece(text, block.start, block.end)]
+    if block.kind == CODE and block.fence:
+        return _split_fenced(block, lines, budget, count)
+    if block.kind == TABLE:
+        return _split_table(block, lines, budget, count)
+    if block.kind == LIST and len(block.items) > 1:
+        return _split_list(block, lines, budget, count)
+    return split_text(text, block.start, budget, count)
+
+
+def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+    opener = lines[block.start]
+    closer = lines[block.end - 1]
+    frame = count(f"{opener}\n\n{closer}")
+    body = list(range(block.start + 1, block.end - 1))
+    groups = _group_lines(body, lines, lambda i: budget.at(i) - frame, count, prefer_blank=True)
+    pieces: list[Piece] = []
+    for group in groups:
+        for code in _fit_group(group, lines, budget.at(len(pieces)) - frame, count):
+            joiner = "\n\n" if pieces else None
+            pieces.append(Piece(f"{opener}\n{code}\n{closer}", group[0], group[-1] + 1, joiner))
+    return pieces
+
+
+def _fit_group(group: list[int], lines: list[str], limit: int, count: Count) -> list[str]:
+    """The group's lines as one text, or cut by characters when one line alone is over."""
+    text = "\n".join(lines[i] for i in group)
+    if count(text) <= limit:
+        return [text]
+    return [part for part, _, _ in _split_chars(text, Budget(limit, limit), count, 0)]
+
+
+def _split_table(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+    head = lines[block.start : block.start + 2]
+    frame = count("\n".join(head)) + 1
+    rows = list(range(block.start + 2, block.end))
+    groups = _group_lines(rows, lines, lambda i: budget.at(i) - frame, count, prefer_blank=False)
+    return [
+        Piece(
+            "\n".join([*head, *(lines[i] for i in group)]),
+            group[0] if n else block.start,
+            group[-1] + 1,
+            joiner="\n\n" if n else None,
+        )
+        for n, group in enumerate(groups)
+    ]
+
+
+def _group_lines(
+    indices: list[int],
+    lines: list[str],
+    budget_of: Callable[[int], int],
+    count: Count,
+    *,
+    prefer_blank: bool,
+) -> list[list[int]]:
+    """Consecutive runs of line indices, each within its budget.
+
+    With `prefer_blank`, a run that is past half its budget ends at the next blank line
+    rather than filling up to the limit. A single line over budget is cut as text by the
+    caller's fallback (it is kept whole here and flagged by the final recount).
+    """
+    groups: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for i in indices:
+        size = count(lines[i]) + 1
+        limit = budget_of(len(groups))
+        if current and used + size > limit:
+            groups.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += size
+        if prefer_blank and not lines[i].strip() and used > limit // 2:
+            groups.append(current)
+            current, used = [], 0
+    if current:
+        groups.append(current)
+    return [group for group in groups if any(lines[i].strip() for i in group)] or groups
+
+
+def _split_list(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+    bounds = [*block.items, block.end]
+    pieces: list[Piece] = []
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        while end > start + 1 and not lines[end - 1].strip():
+            end -= 1
+        item = Block(kind="item", start=start, end=end)
+        item_budget = Budget(budget.at(len(pieces)), budget.rest)
+        pieces.extend(split_block(item, lines, item_budget, count))
+    return pieces
+
+
+_SEPARATORS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("\n\n", re.compile(r"\n[ \t]*\n")),
+    ("\n", re.compile(r"\n")),
+    (" ", re.compile(r"(?<=[.!?:;])[ \t]+(?=\S)")),
+    (" ", re.compile(r"[ \t]+")),
+)
+
+
+def split_text(text: str, first_line: int, budget: Budget, count: Count) -> list[Piece]:
+    """Split prose at the coarsest separator that works, packing parts up to the budget."""
+    parts = _split_parts(text, 0, budget, count)
+    pieces: list[Piece] = []
+    for part_text, offset, joiner in parts:
+        start = first_line + text.count("\n", 0, offset)
+        end = start + part_text.count("\n") + 1
+        pieces.append(Piece(part_text, start, end, joiner if pieces else None))
+    return pieces
+
+
+def _split_parts(
+    text: str, level: int, budget: Budget, count: Count, done: int = 0
+) -> list[tuple[str, int, str]]:
+    """(part, char offset in text, joiner) triples; `done` = pieces already emitted."""
+    if level == len(_SEPARATORS):
+        return _split_chars(text, budget, count, done)
+    joiner, pattern = _SEPARATORS[level]
+    spans = _spans(text, pattern)
+    if len(spans) == 1:
+        return _split_parts(text, level + 1, budget, count, done)
+    out: list[tuple[str, int, str]] = []
+    current: tuple[int, int] | None = None
+    for start, end in spans:
+        limit = budget.at(done + len(out))
+        if current and count(text[current[0] : end]) <= limit:
+            current = (current[0], end)
+            continue
+        if current:
+            out.append((text[current[0] : current[1]], current[0], joiner))
+        if count(text[start:end]) <= budget.at(done + len(out)):
+            current = (start, end)
+        else:
+            current = None
+            inner = _split_parts(text[start:end], level + 1, budget, count, done + len(out))
+            out.extend(
+                (part, start + offset, joiner if n == 0 else inner_joiner)
+                for n, (part, offset, inner_joiner) in enumerate(inner)
+            )
+    if current:
+        out.append((text[current[0] : current[1]], current[0], joiner))
+    return out
+
+
+def _spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+    spans, position = [], 0
+    for match in pattern.finditer(text):
+        if match.start() > position:
+            spans.append((position, match.start()))
+        position = match.end()
+    if position < len(text):
+        spans.append((position, len(text)))
+    return spans or [(0, len(text))]
+
+
+def _split_chars(text: str, budget: Budget, count: Count, done: int) -> list[tuple[str, int, str]]:
+    """Last resort for a 'word' over budget (a long URL, base64): cut by characters."""
+    out, position = [], 0
+    while position < len(text):
+        limit = budget.at(done + len(out))
+        low, high = position + 1, len(text)
+        while low < high:  # the longest prefix within the limit
+            middle = (low + high + 1) // 2
+            if count(text[position:middle]) <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        out.append((text[position:low], position, ""))
+        position = low
+    return out

@@ -1,0 +1,57 @@
+"""Pass 1: split a page's blocks into H1/H2 sections and track the headings in force."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from firechunk.chunker.blocks import HEADING, Block
+
+HeadingPath = tuple[tuple[int, str], ...]  # (level, clean title), outermost first
+
+
+@dataclass
+class Section:
+    """An H1 or H2 heading and the blocks under it, up to the next H1 or H2.
+
+    `h1_ordinal` numbers the page's H1 sections; small fragments only merge with
+    neighbours of the same H1 section. Content above the first heading forms a preamble
+    section with an empty heading path.
+    """
+
+    h1_ordinal: int
+    blocks: list[Block] = field(default_factory=list)
+    paths: list[HeadingPath] = field(default_factory=list)  # path in force at each block
+
+
+def enter_heading(path: HeadingPath, level: int, title: str) -> HeadingPath:
+    """The heading path after a heading of `level`: deeper or equal levels are closed."""
+    return (*tuple(entry for entry in path if entry[0] < level), (level, title))
+
+
+def split_sections(blocks: list[Block]) -> list[Section]:
+    sections: list[Section] = []
+    path: HeadingPath = ()
+    h1_ordinal = 0
+    seen_h1 = False
+    current: Section | None = None
+    for block in blocks:
+        if block.kind == HEADING:
+            path = enter_heading(path, block.level, block.title)
+            if block.level <= 2:
+                current = None
+            if block.level == 1:
+                h1_ordinal += seen_h1  # the preamble shares the first H1's section
+                seen_h1 = True
+        if current is None:
+            current = Section(h1_ordinal=h1_ordinal)
+            sections.append(current)
+        current.blocks.append(block)
+        current.paths.append(path)
+    return sections
+
+
+def headers_of(path: HeadingPath) -> tuple[str | None, str | None]:
+    """The H1 and the H2 in force for a heading path."""
+    h1 = next((title for level, title in reversed(path) if level == 1), None)
+    h2 = next((title for level, title in reversed(path) if level == 2), None)
+    return h1, h2

@@ -1,0 +1,377 @@
+"""A whole crawl in, a `ChunkRun` out: aliases, parallel chunking, duplicates, ids, overlap.
+
+The per-page work (`chunk_batch`) is a plain picklable function over a batch of pages, so
+any executor can run it: the process pool here, or a Prefect task runner (flows/).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+from firechunk.chunker.overlap import overlap_text
+from firechunk.chunker.page import ChunkerOptions, PageChunks, PageRejected, chunk_page
+from firechunk.tokens import DEFAULT_ENCODING, TokenCounter
+from firechunk.urls import canonical_url
+from schemas.chunk import Chunk, ChunkData, ChunkMetadata, Headers, Overlap
+from schemas.page import CrawlResult
+from schemas.report import (
+    ChunkReport,
+    ChunkRun,
+    DuplicateChunk,
+    HeadingRecord,
+    PageRecord,
+    QuarantineRecord,
+    SizePercentiles,
+)
+
+# Fixed forever: changing it would change every chunk id.
+CHUNK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/firechunk/chunk-id")
+
+Progress = Callable[[int], None]  # called with the number of pages just finished
+
+
+@dataclass(frozen=True)
+class PageInput:
+    index: int
+    url: str
+    title: str
+    markdown: object
+
+
+@dataclass
+class PageOutcome:
+    index: int
+    chunks: PageChunks | None = None
+    reason: str | None = None
+    detail: str = ""
+
+
+def chunk_batch(
+    batch: list[PageInput], encoding: str = DEFAULT_ENCODING, options: ChunkerOptions | None = None
+) -> list[PageOutcome]:
+    """Chunk a batch of pages; a page that fails becomes an outcome with a reason."""
+    counter = TokenCounter(encoding)
+    outcomes = []
+    for page in batch:
+        try:
+            outcomes.append(
+                PageOutcome(
+                    page.index, chunk_page(page.markdown, page.title, counter.count, options)
+                )
+            )
+        except PageRejected as rejected:
+            outcomes.append(PageOutcome(page.index, reason=rejected.reason, detail=rejected.detail))
+        except Exception as error:  # a parser bug must not sink the run
+            outcomes.append(
+                PageOutcome(
+                    page.index, reason="parse-error", detail=f"{type(error).__name__}: {error}"
+                )
+            )
+    return outcomes
+
+
+def chunk_crawl(
+    crawl: CrawlResult,
+    *,
+    workers: int = 1,
+    encoding: str = DEFAULT_ENCODING,
+    options: ChunkerOptions | None = None,
+    progress: Progress | None = None,
+) -> ChunkRun:
+    started = time.perf_counter()
+    options = options or ChunkerOptions()
+    inputs = [
+        PageInput(i, page.url, page.metadata.title or page.url, page.markdown)
+        for i, page in enumerate(crawl.data)
+    ]
+    plan = AliasPlan.from_inputs(inputs)
+    outcomes = run_batches(plan.to_chunk, workers, encoding, options, progress)
+    return assemble(inputs, plan, outcomes, encoding, options, started)
+
+
+def run_batches(
+    pages: list[PageInput],
+    workers: int,
+    encoding: str,
+    options: ChunkerOptions,
+    progress: Progress | None = None,
+) -> dict[int, PageOutcome]:
+    """Chunk pages in `workers` processes (in this process when 1), batch by batch."""
+    batches = list(make_batches(pages, workers))
+    results: dict[int, PageOutcome] = {}
+    for outcomes in _map_batches(batches, workers, encoding, options):
+        results.update((outcome.index, outcome) for outcome in outcomes)
+        if progress:
+            progress(len(outcomes))
+    return results
+
+
+def _map_batches(batches, workers, encoding, options) -> Iterator[list[PageOutcome]]:
+    if workers <= 1 or len(batches) <= 1:
+        yield from (chunk_batch(batch, encoding, options) for batch in batches)
+        return
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+        futures = [pool.submit(chunk_batch, batch, encoding, options) for batch in batches]
+        for future in futures:
+            yield future.result()
+
+
+def make_batches(
+    pages: list[PageInput], workers: int, per_worker: int = 4
+) -> Iterator[list[PageInput]]:
+    """Batches of about equal characters, a few per worker so the pool stays balanced."""
+    total = sum(len(p.markdown) if isinstance(p.markdown, str) else 1 for p in pages)
+    target = max(1, total // max(1, workers * per_worker))
+    batch: list[PageInput] = []
+    size = 0
+    for page in pages:
+        batch.append(page)
+        size += len(page.markdown) if isinstance(page.markdown, str) else 1
+        if size >= target:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+@dataclass
+class AliasPlan:
+    """Which pages to chunk: one per canonical URL and per identical markdown."""
+
+    canonical: list[str]
+    raw_hash: list[str]
+    same_as: dict[int, int]  # page index -> index of the page chunked for it
+    to_chunk: list[PageInput]
+
+    @classmethod
+    def from_inputs(cls, inputs: list[PageInput]) -> AliasPlan:
+        canonical = [canonical_url(page.url) for page in inputs]
+        raw = [
+            _sha256(page.markdown if isinstance(page.markdown, str) else repr(page.markdown))
+            for page in inputs
+        ]
+        first_by_key: dict[tuple[str, str], int] = {}
+        first_by_url: dict[str, int] = {}
+        same_as: dict[int, int] = {}
+        to_chunk = []
+        for page in inputs:
+            i = page.index
+            known = first_by_url.get(canonical[i]) if canonical[i] else None
+            known = known if known is not None else first_by_key.get(("raw", raw[i]))
+            if known is not None:
+                same_as[i] = known
+                continue
+            first_by_url.setdefault(canonical[i], i)
+            first_by_key[("raw", raw[i])] = i
+            to_chunk.append(page)
+        return cls(canonical, raw, same_as, to_chunk)
+
+
+def assemble(
+    inputs: list[PageInput],
+    plan: AliasPlan,
+    outcomes: dict[int, PageOutcome],
+    encoding: str,
+    options: ChunkerOptions,
+    started: float,
+) -> ChunkRun:
+    """Resolve aliases by content, drop repeated chunks, assign ids and overlap."""
+    counter = TokenCounter(encoding)
+    primary_of = _primaries(inputs, plan, outcomes)
+    aliases: dict[int, list[int]] = {}
+    for i, primary in primary_of.items():
+        if i != primary:
+            aliases.setdefault(primary, []).append(i)
+    run = ChunkRun(report=ChunkReport(pages_in=len(inputs), encoding=encoding))
+    seen: dict[str, str] = {}  # normalised chunk text hash -> chunk id
+    records: dict[int, PageRecord] = {}
+    for page in inputs:
+        i = page.index
+        outcome = outcomes[plan.same_as.get(i, i)]
+        if outcome.chunks is None:
+            records[i] = _quarantine(page, plan, outcome, run)
+        elif primary_of[i] == i:
+            alias_urls = sorted(plan.canonical[a] for a in aliases.get(i, []))
+            records[i] = _emit_page(
+                page, plan, outcome.chunks, alias_urls, seen, counter, options, run
+            )
+    for page in inputs:
+        i = page.index
+        if i not in records:
+            primary = records[primary_of[i]]
+            records[i] = _alias_record(page, plan, primary)
+    run.pages = [records[page.index] for page in inputs]
+    _fill_report(run, inputs, plan, outcomes, time.perf_counter() - started)
+    return run
+
+
+def _primaries(inputs, plan: AliasPlan, outcomes) -> dict[int, int]:
+    """For each chunkable page, the page whose chunks stand for it: among pages with the same
+    cleaned content, the one with the smallest canonical URL (stable from night to night)."""
+    groups: dict[str, list[int]] = {}
+    for page in inputs:
+        outcome = outcomes[plan.same_as.get(page.index, page.index)]
+        if outcome.chunks is not None:
+            groups.setdefault(outcome.chunks.content_hash, []).append(page.index)
+    primary_of = {}
+    for members in groups.values():
+        chosen = min(members, key=lambda i: (plan.canonical[i], i))
+        primary_of.update((i, chosen) for i in members)
+    return primary_of
+
+
+def _emit_page(
+    page, plan, result: PageChunks, alias_urls, seen, counter, options, run
+) -> PageRecord:
+    url = plan.canonical[page.index] or page.url
+    kept: list[Chunk] = []
+    for position, draft in enumerate(result.chunks):
+        key = _sha256(" ".join(draft.text.split()))
+        chunk_id = str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{draft.text}"))
+        if key in seen:
+            run.report.duplicates.append(
+                DuplicateChunk(
+                    source_url=url,
+                    chunk_index=position,
+                    duplicate_of=seen[key],
+                    token_count=draft.tokens,
+                )
+            )
+            continue
+        seen[key] = chunk_id
+        previous = kept[-1] if kept else None
+        kept.append(
+            Chunk(
+                chunk_id=chunk_id,
+                metadata=ChunkMetadata(
+                    token_count=draft.tokens,
+                    source_url=url,
+                    page_title=page.title,
+                    breadcrumb=draft.breadcrumb,
+                    chunk_index=len(kept),
+                    source_lines=draft.source_lines,
+                    aliases=alias_urls,
+                ),
+                data=ChunkData(
+                    headers=Headers(h1=draft.h1, h2=draft.h2),
+                    text=draft.text,
+                    overlap_text=_overlap(previous, counter, options),
+                ),
+            )
+        )
+    run.chunks.extend(kept)
+    run.report.warnings.extend(f"{url}: {warning}" for warning in result.warnings)
+    return PageRecord(
+        url=page.url,
+        canonical_url=url,
+        page_title=page.title,
+        status="chunked",
+        aliases=alias_urls,
+        raw_hash=plan.raw_hash[page.index],
+        content_hash=result.content_hash,
+        tokens_before_cleanup=result.tokens_before,
+        tokens_after_cleanup=result.tokens_after,
+        chunk_count=len(kept),
+        chunk_tokens=sum(chunk.metadata.token_count for chunk in kept),
+        headings=[
+            HeadingRecord(level=lv, text=title, line=line) for lv, title, line in result.headings
+        ],
+    )
+
+
+def _overlap(previous: Chunk | None, counter: TokenCounter, options: ChunkerOptions) -> Overlap:
+    if previous is None:
+        return Overlap()
+    crumbs = previous.metadata.breadcrumb
+    heading = f"{'#' * min(len(crumbs), 6)} {crumbs[-1]}" if crumbs else None
+    text = overlap_text(previous.data.text, heading, counter, options.limits.overlap)
+    return Overlap(prev_chunk_id=previous.chunk_id, text=text)
+
+
+def _quarantine(page, plan, outcome: PageOutcome, run: ChunkRun) -> PageRecord:
+    markdown = page.markdown if isinstance(page.markdown, str) else ""
+    run.quarantine.append(
+        QuarantineRecord(
+            url=page.url,
+            reason=outcome.reason or "unknown",
+            detail=outcome.detail,
+            page_title=page.title,
+            markdown_chars=len(markdown),
+        )
+    )
+    return PageRecord(
+        url=page.url,
+        canonical_url=plan.canonical[page.index],
+        page_title=page.title,
+        status="quarantined",
+        raw_hash=plan.raw_hash[page.index],
+        content_hash="",
+        quarantine_reason=outcome.reason,
+    )
+
+
+def _alias_record(page, plan, primary: PageRecord) -> PageRecord:
+    return PageRecord(
+        url=page.url,
+        canonical_url=plan.canonical[page.index],
+        page_title=page.title,
+        status="alias",
+        alias_of=primary.canonical_url,
+        raw_hash=plan.raw_hash[page.index],
+        content_hash=primary.content_hash,
+        tokens_before_cleanup=primary.tokens_before_cleanup,
+        tokens_after_cleanup=primary.tokens_after_cleanup,
+        headings=primary.headings,
+    )
+
+
+def _fill_report(run: ChunkRun, inputs, plan, outcomes, seconds: float) -> None:
+    report = run.report
+    chunked = [p for p in run.pages if p.status == "chunked"]
+    report.pages_chunked = len(chunked)
+    report.pages_aliased = sum(p.status == "alias" for p in run.pages)
+    report.pages_quarantined = len(run.quarantine)
+    report.chunks_out = len(run.chunks)
+    report.duplicate_chunks_dropped = len(report.duplicates)
+    report.tokens_before_cleanup = sum(p.tokens_before_cleanup for p in chunked)
+    report.tokens_after_cleanup = sum(p.tokens_after_cleanup for p in chunked)
+    report.tokens_in_chunks = sum(c.metadata.token_count for c in run.chunks)
+    removed: dict[str, int] = {}
+    for p in chunked:
+        outcome = outcomes[
+            plan.same_as.get(inputs[_index_of(inputs, p)].index, _index_of(inputs, p))
+        ]
+        for rule, tokens in outcome.chunks.removed_tokens.items():
+            removed[rule] = removed.get(rule, 0) + tokens
+    report.cleanup_tokens_removed = removed
+    report.aliases = {p.canonical_url: p.aliases for p in chunked if p.aliases}
+    report.chunk_tokens = percentiles(c.metadata.token_count for c in run.chunks)
+    report.seconds = round(seconds, 3)
+
+
+def _index_of(inputs, record: PageRecord) -> int:
+    return next(p.index for p in inputs if p.url == record.url)
+
+
+def percentiles(values: Iterable[int]) -> SizePercentiles:
+    ordered = sorted(values)
+    if not ordered:
+        return SizePercentiles()
+
+    def at(q: float) -> int:
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    return SizePercentiles(
+        p0=at(0), p5=at(0.05), p25=at(0.25), p50=at(0.5), p75=at(0.75), p95=at(0.95), p100=at(1)
+    )
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
