@@ -1,0 +1,371 @@
+"""Run one crawl to the end: start or resume the job, poll it, download it, write crawl.json.
+
+Every step leaves the job state on disk first, so the process can die anywhere and a rerun
+goes on from there: a job that was started is never started again (unless `recrawl`), and a
+finished crawl replays from disk with no network and no API key.
+
+The API key is a parameter, never read here: the CLI takes it from FIRECRAWL_API_KEY and a
+Prefect flow can take it from a Secret block. It goes to the firecrawl-py client and nowhere
+else: not into the state file, not into messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from firechunk.crawl.client import CrawlApi, StatusPage, make_api
+from firechunk.crawl.download import TERMINAL_STATUSES, PageLog, download_results
+from firechunk.crawl.errors import (
+    CrawlError,
+    DownloadError,
+    JobFailedError,
+    JobNotFoundError,
+    MissingApiKeyError,
+    PollTimeoutError,
+    StartOutcomeUnknownError,
+    TargetMismatchError,
+)
+from firechunk.crawl.jobstate import (
+    CrawlPaths,
+    check_safe_name,
+    crawl_lock,
+    default_name,
+    load_state,
+    save_state,
+)
+from firechunk.crawl.retry import (
+    RetryPolicy,
+    describe,
+    is_transient,
+    never_reached_firecrawl,
+    retrying,
+    status_of,
+)
+from firechunk.crawlfile import write_crawl
+from schemas.job import ApiVersion, CrawlJobState, CrawlTarget
+from schemas.page import CrawledPage, CrawlResult
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Report = Callable[[str], None]
+DEFAULT_API_URL = "https://api.firecrawl.dev"
+
+
+@dataclass(frozen=True)
+class CrawlSettings:
+    """How to talk to Firecrawl. The defaults suit the real API; tests shrink the waits."""
+
+    api_version: ApiVersion = "v2"
+    api_url: str = DEFAULT_API_URL
+    poll_interval: float = 2.0
+    max_poll_interval: float = 30.0
+    poll_backoff: float = 1.5
+    max_wait: float | None = None  # seconds a job may run before we stop waiting (state kept)
+    request_timeout: float = 60.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+@dataclass(frozen=True)
+class CrawlOutcome:
+    name: str
+    job_id: str
+    state_file: Path
+    pages_file: Path
+    crawl_file: Path
+    pages: int
+    replayed: bool
+
+
+def run_crawl(
+    target: CrawlTarget,
+    *,
+    api_key: str | None,
+    data_dir: Path,
+    settings: CrawlSettings | None = None,
+    name: str | None = None,
+    recrawl: bool = False,
+    report: Report = log.info,
+) -> CrawlOutcome:
+    """Crawl `target` (or resume its job, or replay it when it is already complete)."""
+    crawl_name = check_safe_name(name or default_name(target), "crawl name")
+    paths = CrawlPaths(Path(data_dir))
+    with crawl_lock(paths.lock_file(crawl_name)):
+        run = _CrawlRun(crawl_name, target, settings or CrawlSettings(), paths, api_key, report)
+        return run.run(recrawl)
+
+
+class _CrawlRun:
+    def __init__(
+        self,
+        name: str,
+        target: CrawlTarget,
+        settings: CrawlSettings,
+        paths: CrawlPaths,
+        api_key: str | None,
+        report: Report,
+    ) -> None:
+        self.name = name
+        self.target = target
+        self.settings = settings
+        self.api_url = settings.api_url.rstrip("/")
+        self.paths = paths
+        self.state_file = paths.state_file(name)
+        self._api_key = api_key
+        self.report = report
+
+    # -- the whole run -------------------------------------------------------------------
+
+    def run(self, recrawl: bool) -> CrawlOutcome:
+        saved = load_state(self.state_file)
+        resume = saved is not None and not recrawl
+        if resume:
+            self._check_same_crawl(saved)
+            if saved.status in ("done", "downloaded"):
+                return self._finish(saved)  # offline: no key, no network
+            if saved.status in ("failed", "expired"):
+                raise _error_for_final(saved)
+            if saved.status == "starting":
+                raise StartOutcomeUnknownError(
+                    f"{saved.error or 'a previous start call got no answer'}. "
+                    f"{_START_UNKNOWN_ADVICE}"
+                )
+        api = self._api(self.settings.api_version, self.api_url)
+        if resume:
+            state = saved
+            self.report(f"resuming Firecrawl job {state.job_id} ({state.status})")
+        else:
+            if saved is not None:
+                self._cancel_if_running(saved)
+            state = self._start(api, replacing=saved)
+        self._follow(api, state)
+        return self._finish(state)
+
+    def _follow(self, api: CrawlApi, state: CrawlJobState) -> None:
+        """Poll the job to its end and download its results, keeping the state on any error."""
+        try:
+            last = self._poll(api, state) if state.status == "polling" else None
+            if state.status == "downloading":
+                download_results(
+                    state,
+                    PageLog(self.paths.pages_file(_job_id(state))),
+                    fetch_first=lambda: self._call(api.first_page, _job_id(state)),
+                    fetch_next=lambda cursor: self._call(api.next_page, cursor),
+                    save=self._save,
+                    report=self.report,
+                    first_page=last,
+                )
+        except CrawlError as error:
+            state.error = str(error)
+            self._save(state)
+            raise
+        except Exception as error:
+            if status_of(error) == 404:
+                state.status = "expired"
+                state.error = _expired_message(state, self.paths)
+                self._save(state)
+                raise JobNotFoundError(state.error) from error
+            state.error = f"{describe(error)} (after {self.settings.retry.attempts} attempts)"
+            self._save(state)
+            raise CrawlError(
+                f"Firecrawl job {state.job_id}: {state.error}. The job state is kept in "
+                f"{self.state_file} ({state.pages_saved} pages saved); run again to resume."
+            ) from error
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def _start(self, api: CrawlApi, replacing: CrawlJobState | None) -> CrawlJobState:
+        """Start a new job; its id is on disk the moment the start call returns."""
+        state = CrawlJobState(
+            name=self.name,
+            api_version=self.settings.api_version,
+            api_url=self.api_url,
+            target=self.target,
+        )
+        self._save(state)  # status "starting": a death during the call is seen on rerun
+        try:
+            job_id = self._call(api.start, self.target, should_retry=never_reached_firecrawl)
+        except Exception as error:
+            raise self._start_failure(state, replacing, error) from error
+        state.job_id = check_safe_name(job_id, "Firecrawl job id")
+        state.status = "polling"
+        self._save(state)
+        self.report(f"started Firecrawl job {job_id} for {self.target.url} (crawl {self.name})")
+        return state
+
+    def _start_failure(
+        self, state: CrawlJobState, replacing: CrawlJobState | None, error: Exception
+    ) -> CrawlError:
+        """The error to raise for a failed start call, after putting the state right."""
+        status = status_of(error)
+        if never_reached_firecrawl(error) or (status is not None and 400 <= status < 500):
+            # Refused outright: no job exists, so the next run may simply start again.
+            if replacing is not None:
+                self._save(replacing)
+            else:
+                self.state_file.unlink(missing_ok=True)
+            return CrawlError(f"Firecrawl refused to start the crawl: {describe(error)}")
+        state.error = f"the start call ended with {describe(error)}"
+        self._save(state)
+        return StartOutcomeUnknownError(f"{state.error}. {_START_UNKNOWN_ADVICE}")
+
+    def _poll(self, api: CrawlApi, state: CrawlJobState) -> StatusPage:
+        """Wait for the job to end, with growing intervals; return its last status answer."""
+        interval = self.settings.poll_interval
+        deadline = (
+            None if self.settings.max_wait is None else time.monotonic() + self.settings.max_wait
+        )
+        while True:
+            page = self._call(api.first_page, _job_id(state))
+            state.firecrawl_status = page.status
+            state.completed, state.total = page.completed, page.total
+            state.credits_used = page.credits_used
+            self.report(
+                f"{page.status}: {page.completed}/{page.total} pages, "
+                f"{page.credits_used} credits used"
+            )
+            if page.status in TERMINAL_STATUSES:
+                state.status = "downloading"
+                self._save(state)
+                return page
+            self._save(state)
+            if deadline is not None and time.monotonic() > deadline:
+                raise PollTimeoutError(
+                    f"Firecrawl job {state.job_id} still '{page.status}' after "
+                    f"{self.settings.max_wait:.0f} s; run again to go on waiting"
+                )
+            time.sleep(interval)
+            interval = min(interval * self.settings.poll_backoff, self.settings.max_poll_interval)
+
+    def _finish(self, state: CrawlJobState) -> CrawlOutcome:
+        """Check the saved pages and write crawl.json; needs no network, so replays run here."""
+        job_id = _job_id(state)
+        crawl_file = self.paths.crawl_file(job_id)
+        pages_file = self.paths.pages_file(job_id)
+        replay = state.status == "done"
+        if replay and crawl_file.is_file():
+            self.report(f"crawl {self.name} is complete: {crawl_file} (no new Firecrawl job)")
+            return self._outcome(state, replayed=True)
+
+        pages = PageLog(pages_file).read()
+        if state.firecrawl_status != "completed":
+            state.status = "failed"
+            state.error = (
+                f"Firecrawl job {job_id} ended '{state.firecrawl_status}' after "
+                f"{state.completed}/{state.total} pages; the {len(pages)} pages it returned "
+                f"are kept in {pages_file}; no crawl.json was written. "
+                "Run with --recrawl to start a new job."
+            )
+            self._save(state)
+            raise JobFailedError(state.error)
+        if len(pages) != state.total:
+            self._restart_download(state, found=len(pages))
+        crawl = CrawlResult(
+            status="completed",
+            completed=state.completed,
+            total=state.total,
+            credits_used=state.credits_used,
+            data=[CrawledPage.model_validate(page) for page in pages],
+        )
+        write_crawl(crawl_file, crawl)
+        state.status, state.error = "done", None
+        self._save(state)
+        self.report(f"crawl {self.name}: {len(pages)} pages written to {crawl_file}")
+        return self._outcome(state, replayed=replay)
+
+    def _restart_download(self, state: CrawlJobState, found: int) -> None:
+        """A short (or long) download: start it over from the first result page next time."""
+        state.status = "downloading"
+        state.cursor, state.pages_saved, state.saved_bytes = None, 0, 0
+        state.error = (
+            f"the result pages of job {state.job_id} held {found} pages but Firecrawl reported "
+            f"{state.total}; run again to download them afresh (same job, no new credits)"
+        )
+        self._save(state)
+        raise DownloadError(state.error)
+
+    def _cancel_if_running(self, old: CrawlJobState) -> None:
+        """--recrawl: stop the job it replaces if that one may still spend credits."""
+        if old.job_id is None or old.status != "polling":
+            return
+        try:
+            api = self._api(old.api_version, old.api_url)
+            self._call(api.cancel, old.job_id)
+            self.report(f"cancelled the job it replaces, {old.job_id}")
+        except Exception as error:
+            self.report(f"could not cancel the replaced job {old.job_id}: {describe(error)}")
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _api(self, version: ApiVersion, api_url: str) -> CrawlApi:
+        if not self._api_key:
+            raise MissingApiKeyError(
+                "no Firecrawl API key: set FIRECRAWL_API_KEY to start or resume a crawl "
+                "(a complete crawl replays without one)"
+            )
+        return make_api(version, self._api_key, api_url, self.settings.request_timeout)
+
+    def _call(
+        self,
+        function: Callable[..., T],
+        *args: Any,
+        should_retry: Callable[[BaseException], bool] = is_transient,
+    ) -> T:
+        what = getattr(function, "__name__", "Firecrawl call").replace("_", " ")
+        return retrying(self.settings.retry, should_retry, self.report, what)(function, *args)
+
+    def _save(self, state: CrawlJobState) -> None:
+        save_state(self.state_file, state)
+
+    def _check_same_crawl(self, saved: CrawlJobState) -> None:
+        wanted = (self.target, self.settings.api_version, self.api_url)
+        found = (saved.target, saved.api_version, saved.api_url)
+        if wanted != found:
+            raise TargetMismatchError(
+                f"crawl {self.name} already has job {saved.job_id} for {saved.target.url} "
+                f"({saved.api_version} at {saved.api_url}, options "
+                f"{saved.target.model_dump(exclude={'url'})}); use --recrawl to replace it or "
+                "--name to keep both"
+            )
+
+    def _outcome(self, state: CrawlJobState, replayed: bool) -> CrawlOutcome:
+        job_id = _job_id(state)
+        return CrawlOutcome(
+            name=self.name,
+            job_id=job_id,
+            state_file=self.state_file,
+            pages_file=self.paths.pages_file(job_id),
+            crawl_file=self.paths.crawl_file(job_id),
+            pages=state.pages_saved,
+            replayed=replayed,
+        )
+
+
+_START_UNKNOWN_ADVICE = (
+    "Firecrawl may or may not have created a job (and may be spending credits on it); "
+    "check the active crawls of your account, then run with --recrawl to start a new job"
+)
+
+
+def _job_id(state: CrawlJobState) -> str:
+    if state.job_id is None:
+        raise CrawlError(f"crawl {state.name} has no Firecrawl job id yet")
+    return state.job_id
+
+
+def _expired_message(state: CrawlJobState, paths: CrawlPaths) -> str:
+    return (
+        f"Firecrawl no longer knows job {state.job_id} (HTTP 404): crawl results expire "
+        f"24 h after the job ends. The {state.pages_saved} pages saved so far are kept in "
+        f"{paths.pages_file(_job_id(state))}. Run with --recrawl to start a new job."
+    )
+
+
+def _error_for_final(state: CrawlJobState) -> CrawlError:
+    error_class = JobNotFoundError if state.status == "expired" else JobFailedError
+    return error_class(state.error or f"Firecrawl job {state.job_id} ended {state.status}")
