@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from firechunk.commands.chunk import chunk
 from firechunk.commands.crawl import crawl
 
 app = typer.Typer(
@@ -13,3 +14,4 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command()(crawl)
+app.command()(chunk)

@@ -198,7 +198,7 @@ def assemble(
         if outcome.chunks is None:
             records[i] = _quarantine(page, plan, outcome, run)
         elif primary_of[i] == i:
-            alias_urls = sorted(plan.canonical[a] for a in aliases.get(i, []))
+            alias_urls = _alias_urls(plan.canonical[i], [inputs[a].url for a in aliases.get(i, [])])
             records[i] = _emit_page(
                 page, plan, outcome.chunks, alias_urls, seen, counter, options, run
             )
@@ -210,6 +210,11 @@ def assemble(
     run.pages = [records[page.index] for page in inputs]
     _fill_report(run, inputs, plan, outcomes, time.perf_counter() - started)
     return run
+
+
+def _alias_urls(canonical: str, urls: list[str]) -> list[str]:
+    """Other URLs that returned the page, as crawled, without repeats or the page's own."""
+    return sorted({url for url in urls if url and url != canonical})
 
 
 def _primaries(inputs, plan: AliasPlan, outcomes) -> dict[int, int]:

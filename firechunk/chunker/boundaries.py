@@ -61,14 +61,14 @@ def _best_partner(groups: list[Group], index: int, size: int, limits: Limits) ->
 
 
 def enforce_hard_limit(
-    groups: list[Group], texts: list[str], limits: Limits, count: Count
+    groups: list[Group], texts: list[str], tokens: list[int], limits: Limits, count: Count
 ) -> list[Group] | None:
     """Re-pack groups whose exact text is over the hard limit; None when all fit."""
-    if all(count(text) <= limits.hard for text in texts):
+    if all(n <= limits.hard for n in tokens):
         return None
     out: list[Group] = []
-    for group, text in zip(groups, texts, strict=True):
-        if count(text) <= limits.hard:
+    for group, n in zip(groups, tokens, strict=True):
+        if n <= limits.hard:
             out.append(group)
         elif len(group) > 1:
             tighter = Limits(limits.soft, limits.hard - 2 * len(group), limits.min_tokens)
@@ -81,6 +81,5 @@ def enforce_hard_limit(
 def _resplit(unit: Unit, limits: Limits, count: Count) -> list[Unit]:
     pieces = split_text(unit.text, unit.start, Budget(limits.hard, limits.hard), count)
     return [
-        Unit(p.text, count(p.text), p.start, p.end, unit.path, unit.h1_ordinal, p.joiner)
-        for p in pieces
+        Unit(p.text, p.tokens, p.start, p.end, unit.path, unit.h1_ordinal, p.joiner) for p in pieces
     ]

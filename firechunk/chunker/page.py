@@ -74,14 +74,20 @@ def chunk_page(
     groups = boundaries.attach_lone_headings(groups, options.limits)
     groups = boundaries.merge_small(groups, options.limits)
     texts = [join_units(group) for group in groups]
-    while repacked := boundaries.enforce_hard_limit(groups, texts, options.limits, count):
+    tokens = [count(text) for text in texts]
+    while repacked := boundaries.enforce_hard_limit(groups, texts, tokens, options.limits, count):
         groups, texts = repacked, [join_units(group) for group in repacked]
+        tokens = [count(text) for text in texts]
     fallback_h1 = _first_h1(blocks) or title
     chunks = [
-        _draft(group, text, count(text), cleaned.source_lines, fallback_h1)
-        for group, text in zip(groups, texts, strict=True)
+        _draft(group, text, n, cleaned.source_lines, fallback_h1)
+        for group, text, n in zip(groups, texts, tokens, strict=True)
     ]
     cleaned_text = "\n".join(cleaned.lines)
+    removed_tokens = {
+        rule: count("\n".join(parts)) for rule, parts in cleaned.removed.items() if parts
+    }
+    tokens_after = count(cleaned_text)
     return PageChunks(
         chunks=chunks,
         headings=[
@@ -90,11 +96,9 @@ def chunk_page(
             if b.kind == HEADING and b.level <= 2
         ],
         content_hash=content_hash(cleaned_text),
-        tokens_before=count(text),
-        tokens_after=count(cleaned_text),
-        removed_tokens={
-            rule: count("\n".join(parts)) for rule, parts in cleaned.removed.items() if parts
-        },
+        tokens_before=tokens_after + sum(removed_tokens.values()),
+        tokens_after=tokens_after,
+        removed_tokens=removed_tokens,
         warnings=cleaned.warnings,
     )
 

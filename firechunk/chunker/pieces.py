@@ -23,6 +23,7 @@ Count = Callable[[str], int]
 @dataclass(slots=True)
 class Piece:
     text: str
+    tokens: int
     start: int  # first line (index into the cleaned lines)
     end: int  # exclusive
     joiner: str | None = None  # what stood between this piece and the one before it
@@ -40,8 +41,9 @@ class Budget:
 def split_block(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
     """Pieces of `block`, each within budget; the block itself when it fits."""
     text = "\n".join(lines[block.start : block.end])
-    if count(text) <= budget.first:
-        return [Piece(text, block.start, block.end)]
+    tokens = count(text)
+    if tokens <= budget.first:
+        return [Piece(text, tokens, block.start, block.end)]
     if block.kind == CODE and block.fence:
         return _split_fenced(block, lines, budget, count)
     if block.kind == TABLE:
@@ -61,7 +63,8 @@ def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Count) 
     for group in groups:
         for code in _fit_group(group, lines, budget.at(len(pieces)) - frame, count):
             joiner = "\n\n" if pieces else None
-            pieces.append(Piece(f"{opener}\n{code}\n{closer}", group[0], group[-1] + 1, joiner))
+            text = f"{opener}\n{code}\n{closer}"
+            pieces.append(Piece(text, count(text), group[0], group[-1] + 1, joiner))
     return pieces
 
 
@@ -78,14 +81,16 @@ def _split_table(block: Block, lines: list[str], budget: Budget, count: Count) -
     frame = count("\n".join(head)) + 1
     rows = list(range(block.start + 2, block.end))
     groups = _group_lines(rows, lines, lambda i: budget.at(i) - frame, count, prefer_blank=False)
+    texts = ["\n".join([*head, *(lines[i] for i in group)]) for group in groups]
     return [
         Piece(
-            "\n".join([*head, *(lines[i] for i in group)]),
+            text,
+            count(text),
             group[0] if n else block.start,
             group[-1] + 1,
             joiner="\n\n" if n else None,
         )
-        for n, group in enumerate(groups)
+        for n, (text, group) in enumerate(zip(texts, groups, strict=True))
     ]
 
 
@@ -149,7 +154,8 @@ def split_text(text: str, first_line: int, budget: Budget, count: Count) -> list
     for part_text, offset, joiner in parts:
         start = first_line + text.count("\n", 0, offset)
         end = start + part_text.count("\n") + 1
-        pieces.append(Piece(part_text, start, end, joiner if pieces else None))
+        joiner = joiner if pieces else None
+        pieces.append(Piece(part_text, count(part_text), start, end, joiner))
     return pieces
 
 

@@ -96,9 +96,7 @@ def _room_for(
 
 
 def _unit(piece: Piece, path: HeadingPath, h1_ordinal: int, count: Count) -> Unit:
-    return Unit(
-        piece.text, count(piece.text), piece.start, piece.end, path, h1_ordinal, piece.joiner
-    )
+    return Unit(piece.text, piece.tokens, piece.start, piece.end, path, h1_ordinal, piece.joiner)
 
 
 def _headings_unit(
