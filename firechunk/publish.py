@@ -1,0 +1,145 @@
+"""Write, validate and publish a run: only a run that passed validation becomes `latest`.
+
+Layout under the data root:
+
+    data/runs/<run-id>/   every run, passed or failed, with its `status.json`
+    data/latest -> runs/<run-id>   the last run that passed (a relative symlink)
+
+`latest` is switched with one `os.replace` of a new symlink over the old one, so a reader
+following it sees the previous good run or the new good run, never a mix, and a failed run
+never touches it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+from firechunk.atomic import write_json
+from firechunk.outputs import write_run_outputs
+from firechunk.validation import SUITES_DIR, validate_run
+from schemas.publish import PublishResult, RunStatus
+from schemas.report import ChunkRun
+from schemas.validation import ExpectationOutcome
+
+RUNS_DIR = "runs"
+LATEST = "latest"
+STATUS_JSON = "status.json"
+_RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
+
+
+def build_and_publish(
+    run: ChunkRun,
+    data_dir: Path,
+    run_id: str | None = None,
+    *,
+    suites_dir: Path = SUITES_DIR,
+) -> PublishResult:
+    """Write `run` to `data_dir/runs/<run-id>/`, validate it, and publish it if it passed."""
+    data_dir = Path(data_dir)
+    run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
+    write_run_outputs(run, run_dir)
+    outcome = validate_run(run, run_dir, suites_dir=suites_dir, run_id=run_id)
+    status = RunStatus(
+        run_id=run_id,
+        status="passed" if outcome.success else "failed",
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        evaluated_expectations=outcome.evaluated_expectations,
+        failed_expectations=[f"{item.suite}/{item.name}" for item in outcome.failed],
+    )
+    write_json(run_dir / STATUS_JSON, status.model_dump(mode="json"))
+    if outcome.success:
+        switch_latest(data_dir, run_dir)
+    return PublishResult(
+        run_id=run_id,
+        run_dir=run_dir,
+        published=outcome.success,
+        latest=data_dir / LATEST,
+        validation=outcome,
+    )
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A UTC timestamp that sorts in time order, plus a random suffix for uniqueness."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def claim_run_dir(runs_dir: Path, run_id: str | None = None) -> tuple[str, Path]:
+    """Create the run's directory; creating it is what makes the id ours (never reused)."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    if run_id is not None:
+        if not _RUN_ID.fullmatch(run_id):
+            raise ValueError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+        run_dir = runs_dir / run_id
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            raise FileExistsError(f"run {run_id!r} already exists in {runs_dir}") from None
+        return run_id, run_dir
+    while True:
+        run_id = new_run_id()
+        try:
+            (runs_dir / run_id).mkdir()
+        except FileExistsError:
+            continue  # same second and same suffix: draw again
+        return run_id, runs_dir / run_id
+
+
+def switch_latest(data_dir: Path, run_dir: Path) -> Path:
+    """Point `data_dir/latest` at `run_dir` atomically (a relative symlink, replaced)."""
+    link = data_dir / LATEST
+    if link.exists() and not link.is_symlink():
+        raise FileExistsError(f"{link} exists and is not a symlink; move it away to publish")
+    temporary = data_dir / f".{LATEST}.{secrets.token_hex(4)}.tmp"
+    os.symlink(os.path.relpath(run_dir, data_dir), temporary)
+    try:
+        os.replace(temporary, link)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return link
+
+
+def format_result(result: PublishResult) -> str:
+    """The message the CLI prints: what was published, or which expectations failed."""
+    outcome = result.validation
+    checked = (
+        f"{outcome.successful_expectations}/{outcome.evaluated_expectations} expectations "
+        f"passed in {outcome.seconds:.1f} s"
+    )
+    docs = result.run_dir / outcome.data_docs_index if outcome.data_docs_index else None
+    if result.published:
+        return f"Run {result.run_id} published as {result.latest} ({checked})."
+    lines = [
+        f"Run {result.run_id} FAILED validation ({checked}); {result.latest} left unchanged.",
+        f"The run is kept, marked failed, in {result.run_dir}.",
+    ]
+    lines += [_describe_failure(item) for item in outcome.failed]
+    if docs:
+        lines.append(f"Details: {docs}")
+    return "\n".join(lines)
+
+
+def _describe_failure(item: ExpectationOutcome) -> str:
+    where = f" ({item.column})" if item.column else ""
+    if item.error:
+        return f"  - {item.suite}/{item.name}{where}: could not be evaluated: {item.error}"
+    if item.unexpected_count is not None:
+        counts = f"{item.unexpected_count} of {item.element_count} rows"
+    else:
+        counts = f"observed {item.observed_value!r}"
+    line = f"  - {item.suite}/{item.name}{where}: {counts}"
+    for example in item.examples:
+        line += "\n      e.g. " + ", ".join(
+            f"{key}={_short(value)}" for key, value in example.items()
+        )
+    return line
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

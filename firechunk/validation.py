@@ -1,0 +1,237 @@
+"""Validate a chunking run with Great Expectations, using the suite files in `expectations/`.
+
+The suites are loaded from disk at every run (never built in code), so what is in
+`expectations/*.json` is exactly what runs. Each suite checks the table of the same name
+built by `firechunk.validation_tables`.
+
+GX runs in a fresh ephemeral Data Context per validation (it takes milliseconds to make),
+so nothing from one run's results leaks into another's Data Docs. Written into
+`<run-dir>/validation/`:
+- `results/<suite>.json`: GX's validation result for each suite, as GX serialises it;
+- `summary.json`: a `schemas.validation.ValidationOutcome`, what the publisher reads;
+- `data_docs/`: the GX Data Docs site (open `data_docs/index.html`). GX writes the site
+  file by file, so it is built in a temporary directory and renamed into place: a reader
+  sees the whole site or none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from firechunk.atomic import write_json
+from firechunk.tokens import TokenCounter
+from firechunk.validation_tables import ID_COLUMNS, build_tables
+from schemas.report import ChunkRun
+from schemas.validation import ExpectationOutcome, ValidationOutcome
+
+SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
+VALIDATION_DIR = "validation"
+DATA_DOCS_DIR = "data_docs"
+DATA_DOCS_SITE = "firechunk"
+EXAMPLES_PER_EXPECTATION = 5
+_PARTIAL_UNEXPECTED = 20  # rows GX keeps per failed expectation in its results JSON
+
+
+class SuiteFileError(ValueError):
+    """A suite file is missing, unreadable, or names an expectation GX does not accept."""
+
+
+def load_suite_files(suites_dir: Path = SUITES_DIR) -> dict[str, dict[str, Any]]:
+    """Read every `*.json` suite in `suites_dir`; there must be one per table, no more."""
+    suites: dict[str, dict[str, Any]] = {}
+    for path in sorted(Path(suites_dir).glob("*.json")):
+        try:
+            suite = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as error:
+            raise SuiteFileError(f"cannot read suite file {path}: {error}") from error
+        _check_suite(path, suite)
+        suites[suite["name"]] = suite
+    if set(suites) != set(ID_COLUMNS):
+        raise SuiteFileError(
+            f"{suites_dir} must hold one suite per table {sorted(ID_COLUMNS)}, "
+            f"found {sorted(suites)}"
+        )
+    return suites
+
+
+def _check_suite(path: Path, suite: Any) -> None:
+    """Every expectation needs a unique `meta.name`: failures are reported by that name."""
+    if not isinstance(suite, dict) or not isinstance(suite.get("expectations"), list):
+        raise SuiteFileError(f"{path}: not an expectation suite (no 'expectations' list)")
+    names = [(exp.get("meta") or {}).get("name") for exp in suite["expectations"]]
+    if any(not name for name in names) or len(set(names)) != len(names):
+        raise SuiteFileError(f"{path}: every expectation needs a unique meta.name, got {names}")
+
+
+def validate_run(
+    run: ChunkRun,
+    run_dir: Path,
+    *,
+    suites_dir: Path = SUITES_DIR,
+    run_id: str | None = None,
+) -> ValidationOutcome:
+    """Run every suite on `run`, write results and Data Docs under `run_dir/validation/`."""
+    started = time.perf_counter()
+    suites = load_suite_files(suites_dir)
+    tables = build_tables(run, TokenCounter(run.report.encoding))
+    validation_dir = Path(run_dir) / VALIDATION_DIR
+    validation_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{DATA_DOCS_DIR}.", dir=validation_dir))
+    try:
+        results = _run_suites(suites, tables, staging, run_id)
+        for name, result in results.items():
+            write_json(validation_dir / "results" / f"{name}.json", result)
+        _replace_dir(staging, validation_dir / DATA_DOCS_DIR)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    outcomes = [
+        _outcome(name, result) for name, result in results.items() for result in result["results"]
+    ]
+    outcome = ValidationOutcome(
+        success=all(item.success for item in outcomes),
+        evaluated_expectations=len(outcomes),
+        successful_expectations=sum(item.success for item in outcomes),
+        seconds=round(time.perf_counter() - started, 3),
+        suites=list(results),
+        expectations=outcomes,
+        data_docs_index=f"{VALIDATION_DIR}/{DATA_DOCS_DIR}/index.html",
+    )
+    write_json(validation_dir / "summary.json", outcome.model_dump(mode="json"))
+    return outcome
+
+
+def _run_suites(
+    suites: dict[str, dict[str, Any]],
+    tables: dict[str, pd.DataFrame],
+    docs_dir: Path,
+    run_id: str | None,
+) -> dict[str, dict[str, Any]]:
+    """Validate each table with its suite; build Data Docs into `docs_dir`; return GX JSON."""
+    # Imported here: GX takes seconds to import, and only validation needs it.
+    import great_expectations as gx
+    from great_expectations.core.expectation_suite import ExpectationSuite
+    from great_expectations.core.run_identifier import RunIdentifier
+
+    context = gx.get_context(mode="ephemeral", project_config=_context_config(docs_dir))
+    source = context.data_sources.add_pandas("firechunk_run")
+    gx_run_id = RunIdentifier(run_name=run_id)
+    results: dict[str, dict[str, Any]] = {}
+    for name, suite_json in suites.items():
+        suite = context.suites.add(ExpectationSuite(**suite_json))
+        if len(suite.expectations) != len(suite_json["expectations"]):
+            # GX logs and skips an expectation it cannot build; we refuse to run without it.
+            raise SuiteFileError(
+                f"suite {name!r}: GX accepted {len(suite.expectations)} of "
+                f"{len(suite_json['expectations'])} expectations (see the GX error logged above)"
+            )
+        batch = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe(name)
+        definition = context.validation_definitions.add(
+            gx.ValidationDefinition(name=name, data=batch, suite=suite)
+        )
+        result = definition.run(
+            batch_parameters={"dataframe": tables[name]},
+            result_format={
+                "result_format": "SUMMARY",
+                "partial_unexpected_count": _PARTIAL_UNEXPECTED,
+                "unexpected_index_column_names": ID_COLUMNS[name],
+            },
+            run_id=gx_run_id,
+        )
+        results[name] = result.to_json_dict()
+    context.build_data_docs(site_names=[DATA_DOCS_SITE])
+    return results
+
+
+def _context_config(docs_dir: Path):
+    """In-memory stores, one Data Docs site in `docs_dir`, no analytics, no progress bars."""
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
+
+    return DataContextConfig(
+        store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
+        analytics_enabled=False,
+        progress_bars=ProgressBarsConfig(globally=False),
+        data_docs_sites={
+            DATA_DOCS_SITE: {
+                "class_name": "SiteBuilder",
+                "show_how_to_buttons": False,
+                "store_backend": {
+                    "class_name": "TupleFilesystemStoreBackend",
+                    "base_directory": str(docs_dir),
+                },
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            }
+        },
+    )
+
+
+def _replace_dir(source: Path, target: Path) -> None:
+    """Move the directory `source` to `target` with one rename, replacing an older one."""
+    if target.exists():
+        old = target.with_name(f".{target.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(target, old)
+        os.replace(source, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(source, target)
+
+
+def _outcome(suite: str, result: dict[str, Any]) -> ExpectationOutcome:
+    """Condense one GX expectation result to what a person needs to act on it."""
+    config = result["expectation_config"]
+    kwargs = config.get("kwargs", {})
+    details = result.get("result") or {}
+    return ExpectationOutcome(
+        suite=suite,
+        name=(config.get("meta") or {}).get("name", config["type"]),
+        expectation_type=config["type"],
+        column=_columns(kwargs),
+        success=bool(result["success"]),
+        element_count=details.get("element_count"),
+        unexpected_count=details.get("unexpected_count"),
+        observed_value=details.get("observed_value"),
+        examples=_examples(details),
+        error=_error(result.get("exception_info")),
+    )
+
+
+def _columns(kwargs: dict[str, Any]) -> str | None:
+    if "column" in kwargs:
+        return kwargs["column"]
+    if "column_A" in kwargs:
+        return f"{kwargs['column_A']}, {kwargs['column_B']}"
+    if "column_list" in kwargs:
+        return ", ".join(kwargs["column_list"])
+    return None
+
+
+def _examples(details: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = details.get("partial_unexpected_index_list")
+    if not rows:
+        rows = [{"value": value} for value in details.get("partial_unexpected_list") or []]
+    return rows[:EXAMPLES_PER_EXPECTATION]
+
+
+def _error(exception_info: Any) -> str | None:
+    """GX reports errors either as one record or as a dict of records keyed by metric."""
+    if not isinstance(exception_info, dict):
+        return None
+    records = [exception_info] if "raised_exception" in exception_info else exception_info.values()
+    messages = [
+        record.get("exception_message") or "error"
+        for record in records
+        if isinstance(record, dict) and record.get("raised_exception")
+    ]
+    return "; ".join(dict.fromkeys(messages)) or None

@@ -1,0 +1,244 @@
+"""The three tables the expectation suites check, derived from a chunking run.
+
+GX expectations test the values of columns. Several checks the user asked for need a value
+computed across rows (a token recount, whether a chunk's `prev_chunk_id` is a chunk of the
+same page, whether a heading is covered by some chunk, how many of a page's tokens ended
+up in chunks). Those values are computed here as plain columns with obvious meanings; every
+threshold and allowed value lives in the suite files in `expectations/`, never here.
+
+Tables (one per suite, the suite's `name` is the table's name):
+- `chunks`: one row per chunk.
+- `pages`: one row per crawled URL (`PageRecord`), with what the chunks say about it.
+- `headers`: one row per H1/H2 of every page, with how (or whether) a chunk covers it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+
+import pandas as pd
+
+from firechunk.tokens import TokenCounter
+from schemas.chunk import Chunk
+from schemas.report import ChunkRun, PageRecord
+
+# Columns named in failure examples, so a failing row can be found in the outputs.
+ID_COLUMNS: dict[str, list[str]] = {
+    "chunks": ["chunk_id", "sourceUrl", "chunk_index"],
+    "pages": ["url", "status"],
+    "headers": ["url", "level", "heading"],
+}
+
+CHUNK_COLUMNS = [
+    "chunk_id",
+    "sourceUrl",
+    "page_title",
+    "h1",
+    "h2",
+    "chunk_index",
+    "token_count",
+    "token_recount",
+    "text_hash",
+    "prev_chunk_link",
+]
+PAGE_COLUMNS = [
+    "url",
+    "canonical_url",
+    "status",
+    "alias_of",
+    "alias_target_status",
+    "content_hash",
+    "tokens_after_cleanup",
+    "chunk_count",
+    "chunks_found",
+    "chunk_tokens_found",
+    "dropped_duplicate_tokens",
+    "token_gap",
+    "token_ratio",
+]
+HEADER_COLUMNS = ["url", "status", "level", "heading", "line", "coverage"]
+
+
+def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pd.DataFrame]:
+    """Every table the suites check, keyed by suite name."""
+    recounts = {chunk.chunk_id: counter.count(chunk.data.text) for chunk in run.chunks}
+    pages = _PageIndex(run)
+    return {
+        "chunks": _frame(chunk_rows(run.chunks, recounts), CHUNK_COLUMNS),
+        "pages": _frame(page_rows(run, pages, recounts), PAGE_COLUMNS),
+        "headers": _frame(header_rows(run, pages), HEADER_COLUMNS),
+    }
+
+
+def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    # Explicit columns: an empty run still has every column, so it fails on row counts,
+    # not on a confusing "column does not exist".
+    return pd.DataFrame.from_records(rows, columns=columns)
+
+
+def text_hash(text: str) -> str:
+    """sha256 of the text with whitespace runs collapsed: re-wrapped copies count as equal."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
+
+
+def chunk_rows(chunks: list[Chunk], recounts: dict[str, int]) -> list[dict]:
+    page_of = {chunk.chunk_id: chunk.metadata.source_url for chunk in chunks}
+    return [
+        {
+            "chunk_id": chunk.chunk_id,
+            "sourceUrl": chunk.metadata.source_url,
+            "page_title": chunk.metadata.page_title,
+            "h1": chunk.data.headers.h1,
+            "h2": chunk.data.headers.h2,
+            "chunk_index": chunk.metadata.chunk_index,
+            "token_count": chunk.metadata.token_count,
+            "token_recount": recounts[chunk.chunk_id],
+            "text_hash": text_hash(chunk.data.text),
+            "prev_chunk_link": prev_chunk_link(chunk, page_of),
+        }
+        for chunk in chunks
+    ]
+
+
+def prev_chunk_link(chunk: Chunk, page_of: dict[str, str]) -> str:
+    """'none', 'same_page', 'other_page' or 'unknown_chunk' (not a chunk of this run)."""
+    prev_id = chunk.data.overlap_text.prev_chunk_id
+    if prev_id is None:
+        return "none"
+    if prev_id not in page_of:
+        return "unknown_chunk"
+    return "same_page" if page_of[prev_id] == chunk.metadata.source_url else "other_page"
+
+
+class _PageIndex:
+    """Finds the chunks of a page, whichever of its URLs (crawled, canonical) they carry.
+
+    An alias page has no chunks of its own: it is answered by the page it is an alias of.
+    """
+
+    def __init__(self, run: ChunkRun) -> None:
+        self.by_url: dict[str, PageRecord] = {}
+        for page in run.pages:
+            self.by_url.setdefault(page.canonical_url, page)
+            self.by_url[page.url] = page
+        self.chunks: dict[str, list[Chunk]] = defaultdict(list)
+        for chunk in run.chunks:
+            self.chunks[chunk.metadata.source_url].append(chunk)
+        self.dropped_tokens: dict[str, int] = defaultdict(int)
+        for duplicate in run.report.duplicates:
+            self.dropped_tokens[duplicate.source_url] += duplicate.token_count
+
+    def target(self, page: PageRecord) -> PageRecord | None:
+        """The page whose chunks stand for `page`: itself, or the page it is an alias of."""
+        if page.status != "alias":
+            return page
+        return self.by_url.get(page.alias_of or "")
+
+    def chunks_of(self, page: PageRecord) -> list[Chunk]:
+        target = self.target(page)
+        if target is None:
+            return []
+        found = self.chunks.get(target.url, [])
+        if target.canonical_url != target.url:
+            found = found + self.chunks.get(target.canonical_url, [])
+        return found
+
+    def dropped_tokens_of(self, page: PageRecord) -> int:
+        target = self.target(page)
+        if target is None:
+            return 0
+        urls = {target.url, target.canonical_url}
+        return sum(self.dropped_tokens.get(url, 0) for url in urls)
+
+
+def page_rows(run: ChunkRun, pages: _PageIndex, recounts: dict[str, int]) -> list[dict]:
+    """One row per page. Tokens are accounted for with recounted chunk tokens.
+
+    Recounts, not the chunks' declared `token_count`: a wrong count is the chunks suite's
+    finding; here the question is whether the page's text made it into chunks. Chunks
+    dropped as duplicates of another page's chunk still account for their page's text.
+    """
+    rows = []
+    for page in run.pages:
+        chunks = pages.chunks_of(page)
+        target = pages.target(page)
+        found_tokens = sum(recounts[chunk.chunk_id] for chunk in chunks)
+        dropped = pages.dropped_tokens_of(page)
+        accounted = found_tokens + dropped
+        rows.append(
+            {
+                "url": page.url,
+                "canonical_url": page.canonical_url,
+                "status": page.status,
+                "alias_of": page.alias_of,
+                "alias_target_status": _alias_target_status(page, target),
+                "content_hash": page.content_hash,
+                "tokens_after_cleanup": page.tokens_after_cleanup,
+                "chunk_count": page.chunk_count,
+                "chunks_found": len(chunks),
+                "chunk_tokens_found": found_tokens,
+                "dropped_duplicate_tokens": dropped,
+                "token_gap": accounted - page.tokens_after_cleanup,
+                "token_ratio": (
+                    accounted / page.tokens_after_cleanup if page.tokens_after_cleanup else None
+                ),
+            }
+        )
+    return rows
+
+
+def _alias_target_status(page: PageRecord, target: PageRecord | None) -> str | None:
+    """For an alias page, the status of the page it points at ('missing' if none)."""
+    if page.status != "alias":
+        return None
+    return target.status if target is not None else "missing"
+
+
+def header_rows(run: ChunkRun, pages: _PageIndex) -> list[dict]:
+    rows = []
+    for page in run.pages:
+        chunks = pages.chunks_of(page)
+        lines: set[str] | None = None  # normalised chunk lines, built only when needed
+        for heading in page.headings:
+            if page.status == "quarantined":
+                coverage = "page_quarantined"
+            elif _in_headers(heading.level, heading.text, chunks):
+                coverage = "headers"
+            else:
+                lines = lines if lines is not None else _normalised_lines(chunks)
+                coverage = "text" if _normalise(heading.text) in lines else "missing"
+            rows.append(
+                {
+                    "url": page.url,
+                    "status": page.status,
+                    "level": heading.level,
+                    "heading": heading.text,
+                    "line": heading.line,
+                    "coverage": coverage,
+                }
+            )
+    return rows
+
+
+def _in_headers(level: int, text: str, chunks: list[Chunk]) -> bool:
+    if level == 1:
+        return any(chunk.data.headers.h1 == text for chunk in chunks)
+    return any(chunk.data.headers.h2 == text for chunk in chunks)
+
+
+_ATX_MARKS = re.compile(r"^\s{0,3}#{1,6}\s*|\s+#+\s*$")
+_WORD = re.compile(r"\w+")
+
+
+def _normalise(line: str) -> str:
+    """A heading line reduced to its words, so `## Use \\`rpc()\\`` matches 'Use rpc()'."""
+    words = _WORD.findall(_ATX_MARKS.sub("", line).casefold())
+    return " ".join(words) if words else line.strip()
+
+
+def _normalised_lines(chunks: list[Chunk]) -> set[str]:
+    """Every line of the chunks' text, normalised: a heading carried inside a chunk's text
+    (a chunk spanning several H2 sections, or a setext title) appears as one of them."""
+    return {_normalise(line) for chunk in chunks for line in chunk.data.text.splitlines()}

@@ -1,0 +1,33 @@
+"""The fate of a run: its `status.json` on disk, and what `build_and_publish` returns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from schemas.validation import ValidationOutcome
+
+RunState = Literal["passed", "failed"]
+
+
+class RunStatus(BaseModel):
+    """`data/runs/<run-id>/status.json`: read it to know whether a run may be trusted."""
+
+    run_id: str
+    status: RunState = Field(description="'passed' only if every expectation passed.")
+    published: bool = Field(description="Whether `data/latest` was switched to this run.")
+    finished_at: str = Field(description="UTC, ISO 8601.")
+    evaluated_expectations: int
+    failed_expectations: list[str] = Field(
+        default_factory=list, description="'suite/name' of each expectation that failed."
+    )
+
+
+class PublishResult(BaseModel):
+    run_id: str
+    run_dir: Path
+    published: bool
+    latest: Path = Field(description="The `latest` link; it points at this run only if published.")
+    validation: ValidationOutcome
