@@ -40,12 +40,16 @@ def _last_heading(text: str) -> str | None:
 
 
 def last_sentence(text: str) -> str:
-    """The last sentence of the last paragraph (for code, its last line)."""
+    """The last sentence of the last paragraph (for code, its last lines).
+
+    Paragraphs of one or two words ("Response", "Data source") are UI labels, not
+    sentences: the last paragraph with three words or more is used instead.
+    """
     body = _FENCE_LINE.sub("", text).strip()
     if not body:
         return ""
-    last_block = re.split(r"\n\s*\n", body)[-1]
-    flat = " ".join(last_block.split())
+    blocks = [" ".join(block.split()) for block in re.split(r"\n\s*\n", body)]
+    flat = next((block for block in reversed(blocks) if len(block.split()) >= 3), blocks[-1])
     sentences = [s for s in _SENTENCE_END.split(flat) if s]
     return sentences[-1] if sentences else flat
 
