@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from firechunk.chunker.overlap import overlap_text
 from firechunk.chunker.page import ChunkerOptions, PageChunks, PageRejected, chunk_page
-from firechunk.tokens import DEFAULT_ENCODING, TokenCounter
+from firechunk.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 from firechunk.urls import canonical_url
 from schemas.chunk import Chunk, ChunkData, ChunkMetadata, Headers, Overlap
 from schemas.page import CrawlResult
@@ -116,6 +116,7 @@ def _map_batches(batches, workers, encoding, options) -> Iterator[list[PageOutco
     if workers <= 1 or len(batches) <= 1:
         yield from (chunk_batch(batch, encoding, options) for batch in batches)
         return
+    get_encoding(encoding)  # loaded once here, inherited by forked workers
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
         futures = [pool.submit(chunk_batch, batch, encoding, options) for batch in batches]
