@@ -1,0 +1,213 @@
+"""Block parsing with mistletoe (rule 1): kinds, verbatim line spans, heading levels of ATX
+and setext headings, and heading text cleaned of every markdown mark."""
+
+from __future__ import annotations
+
+import pytest
+from mistletoe import Document, span_token
+
+from firechunk.chunker.blocks import (
+    CODE,
+    HEADING,
+    LIST,
+    PARAGRAPH,
+    QUOTE,
+    RULE,
+    TABLE,
+    clean_heading,
+    parse_blocks,
+)
+
+PAGE = """# Title
+
+Para one
+continues.
+
+Setext One
+==========
+
+Setext Two
+----------
+
+```sql
+select 1;
+
+select 2;
+```
+
+    indented code
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+- item one
+- item two
+  - nested
+- item three
+
+> quote
+> more
+
+---
+
+trailing
+
+
+"""
+
+
+def spans(markdown: str) -> list[tuple[str, list[str]]]:
+    lines = markdown.split("\n")
+    return [(block.kind, lines[block.start : block.end]) for block in parse_blocks(lines)]
+
+
+def test_blocks_come_in_page_order_with_their_own_lines():
+    assert spans(PAGE) == [
+        (HEADING, ["# Title"]),
+        (PARAGRAPH, ["Para one", "continues."]),
+        (HEADING, ["Setext One", "=========="]),
+        (HEADING, ["Setext Two", "----------"]),
+        (CODE, ["```sql", "select 1;", "", "select 2;", "```"]),
+        (CODE, ["    indented code"]),
+        (TABLE, ["| a | b |", "|---|---|", "| 1 | 2 |"]),
+        (LIST, ["- item one", "- item two", "  - nested", "- item three"]),
+        (QUOTE, ["> quote", "> more"]),
+        (RULE, ["---"]),
+        (PARAGRAPH, ["trailing"]),
+    ]
+
+
+def test_every_non_blank_line_belongs_to_exactly_one_block():
+    lines = PAGE.split("\n")
+    owners = [0] * len(lines)
+    for block in parse_blocks(lines):
+        assert block.start < block.end
+        for i in range(block.start, block.end):
+            owners[i] += 1
+    assert all(owners[i] == 1 for i, line in enumerate(lines) if line.strip())
+    assert all(n <= 1 for n in owners)
+
+
+def test_blank_lines_after_a_block_are_not_part_of_it():
+    lines = ["para", "", "", "", ""]
+    [block] = parse_blocks(lines)
+    assert (block.start, block.end) == (0, 1)
+
+
+def test_atx_and_setext_headings_carry_level_and_clean_title():
+    headings = [b for b in parse_blocks(PAGE.split("\n")) if b.kind == HEADING]
+    assert [(b.level, b.title) for b in headings] == [
+        (1, "Title"),
+        (1, "Setext One"),
+        (2, "Setext Two"),
+    ]
+
+
+def test_a_multi_line_setext_heading_is_one_heading():
+    [heading, para] = parse_blocks(["Multi line", "setext", "---", "", "para"])
+    assert (heading.kind, heading.level, heading.title) == (HEADING, 2, "Multi line setext")
+    assert (heading.start, heading.end) == (0, 3)
+    assert para.kind == PARAGRAPH
+
+
+@pytest.mark.parametrize("line", ["##No space", "####### seven hashes", "\\# escaped"])
+def test_lines_that_are_not_atx_headings(line):
+    [block] = parse_blocks([line])
+    assert block.kind == PARAGRAPH
+
+
+def test_fenced_code_keeps_its_opening_fence_with_the_info_string():
+    lines = ["~~~ruby startline=3", "puts 1", "~~~"]
+    [block] = parse_blocks(lines)
+    assert (block.kind, block.fence) == (CODE, "~~~ruby startline=3")
+
+
+def test_indented_code_has_no_fence():
+    [block] = parse_blocks(["    x = 1"])
+    assert (block.kind, block.fence) == (CODE, "")
+
+
+def test_heading_lines_inside_fenced_code_are_code():
+    lines = ["```md", "# not a heading", "```"]
+    assert [b.kind for b in parse_blocks(lines)] == [CODE]
+
+
+def test_list_items_are_the_top_level_items_only():
+    lines = ["- a", "", "  ```py", "  x", "  ```", "- b", "  - nested", "- c"]
+    [block] = parse_blocks(lines)
+    assert block.kind == LIST
+    assert [lines[i] for i in block.items] == ["- a", "- b", "- c"]
+
+
+def test_inline_parsing_is_restored_after_a_parse():
+    before = list(span_token._token_types)
+    parse_blocks(["# *a*", "", "*b*"])
+    assert span_token._token_types == before
+    emphasis = Document("*x*").children[0].children[0]
+    assert type(emphasis).__name__ == "Emphasis"
+
+
+# -- clean heading text -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source, clean",
+    [
+        ("Title [\\#](\\#title)", "Title"),
+        ("Policies [#](https://supabase.com/docs/guides#policies)", "Policies"),
+        ("**Bold** and _it_ and `code`", "Bold and it and code"),
+        ("***Both*** and ~~gone~~", "Both and gone"),
+        ("Link [text](https://example.com) here", "Link text here"),
+        ("![logo](logo.png) Supabase", "logo Supabase"),
+        ("[403 Forbidden](https://developer.mozilla.org/403)", "403 Forbidden"),
+        ("<code>tag</code> here", "tag here"),
+        ("Closing sequence ##", "Closing sequence"),
+        ("C# language", "C# language"),
+        ("a * b * c", "a * b * c"),
+        ("  spaced   out  ", "spaced out"),
+    ],
+)
+def test_clean_heading_removes_markdown(source, clean):
+    assert clean_heading(source) == clean
+
+
+@pytest.mark.parametrize(
+    "source, clean",
+    [
+        # Underscores inside a word are not emphasis (CommonMark); these were mangled into
+        # "supabaseauthadmin" / "pgstatstatements" on the Supabase docs.
+        (
+            "`supabase_auth_admin` [#](https://x.com/roles#supabase_auth_admin)",
+            "supabase_auth_admin",
+        ),
+        (
+            "pg_stat_statements: Query Performance Monitoring",
+            "pg_stat_statements: Query Performance Monitoring",
+        ),
+        ("`uuid_generate_v4()`", "uuid_generate_v4()"),
+        ("Notes on `pg_stat_statements`", "Notes on pg_stat_statements"),
+        ("**a_b_c** and _real emphasis_", "a_b_c and real emphasis"),
+        # Code span content is literal: no emphasis or links inside it.
+        ("`*args` and `[x](y)`", "*args and [x](y)"),
+        # Escaped marks are text, not emphasis.
+        ("Escaped \\*star\\* and \\_under\\_", "Escaped *star* and _under_"),
+        ("Title \\#", "Title #"),
+        # Firecrawl's hard line break at the end of a heading line.
+        ("Error Handling\\", "Error Handling"),
+        ("Redirect URL examples [\\#](\\#redirect-url-examples)\\", "Redirect URL examples"),
+    ],
+)
+def test_clean_heading_keeps_identifiers_and_escaped_marks(source, clean):
+    assert clean_heading(source) == clean
+
+
+def test_heading_blocks_get_clean_titles_from_the_parser():
+    lines = [
+        "## `supabase_auth_admin` [\\#](\\#supabase_auth_admin)",
+        "",
+        "Setext with **bold** [\\#](\\#setext)",
+        "---",
+    ]
+    titles = [b.title for b in parse_blocks(lines) if b.kind == HEADING]
+    assert titles == ["supabase_auth_admin", "Setext with bold"]

@@ -1,0 +1,283 @@
+"""Clean-up of Firecrawl debris (rule 6): each rule removes only its debris and can be
+switched off; everything else, and everything inside fenced code, is kept."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from firechunk.chunker.cleanup import RULES, CleanupOptions, clean_markdown, is_tab_label_run
+
+# One page holding one piece of debris per rule, between ordinary paragraphs.
+DEBRIS_PAGE = "\n".join(
+    [
+        "# Install the client [\\#](\\#install-the-client)",  # 1 heading_anchors
+        "",
+        "PIPConda",  # 3 tab_labels
+        "",
+        "Loading...",  # 5 loading
+        "",
+        "Run the installer first.",  # 7
+        "",
+        "* * *",  # 9 rules
+        "",
+        "2",  # 11 step_numbers
+        "",
+        "`",  # 13 flattened_code
+        "_10",
+        "pip install supabase",
+        "_10",
+        "python -m supabase",
+        "`",  # 18
+        "",
+        "Then import it.",  # 20
+    ]
+)
+
+
+def test_every_rule_removes_only_its_debris():
+    page = clean_markdown(DEBRIS_PAGE)
+    assert page.lines == [
+        "# Install the client",
+        "",  # 2
+        "",  # 4
+        "",  # 6
+        "Run the installer first.",
+        "",  # 8
+        "",  # 10
+        "",  # 12
+        "```",
+        "pip install supabase",
+        "python -m supabase",
+        "```",
+        "",
+        "Then import it.",
+    ]
+    assert page.removed["tab_labels"] == ["PIPConda"]
+    assert page.removed["loading"] == ["Loading..."]
+    assert page.removed["rules"] == ["* * *"]
+    assert page.removed["step_numbers"] == ["2"]
+    assert page.removed["heading_anchors"] == [" [\\#](\\#install-the-client)"]
+    assert page.removed["flattened_code"] == ["`\n_10\n_10\n`"]
+    assert page.warnings == []
+
+
+def test_source_lines_point_back_to_the_crawled_page():
+    page = clean_markdown(DEBRIS_PAGE)
+    raw = DEBRIS_PAGE.split("\n")
+    assert len(page.source_lines) == len(page.lines)
+    assert page.source_lines == sorted(page.source_lines)
+    for line, number in zip(page.lines, page.source_lines, strict=True):
+        if line and not line.startswith("```"):  # fences of unflattened code are new text
+            assert raw[number - 1].startswith(line)
+    # The fences of the unflattened block sit on the lone-backtick lines.
+    assert page.source_lines[page.lines.index("```")] == 13
+    assert page.source_lines[len(page.lines) - 3] == 18
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_each_rule_can_be_switched_off(rule):
+    everything = clean_markdown(DEBRIS_PAGE)
+    without = clean_markdown(DEBRIS_PAGE, replace(CleanupOptions(), **{rule: False}))
+    assert without.removed[rule] == []
+    assert len(without.lines) > len(everything.lines) or rule == "heading_anchors"
+    for other in RULES:
+        if other != rule:
+            assert without.removed[other] == everything.removed[other]
+    if rule == "heading_anchors":
+        assert without.lines[0] == "# Install the client [\\#](\\#install-the-client)"
+
+
+def test_all_rules_off_keeps_the_page_as_it_is():
+    page = clean_markdown(DEBRIS_PAGE, CleanupOptions.none())
+    assert page.lines == DEBRIS_PAGE.split("\n")
+    assert all(not removed for removed in page.removed.values())
+
+
+def test_fenced_code_is_never_touched():
+    code = [
+        "```text",
+        "Loading...",
+        "* * *",
+        "1",
+        "",
+        "PIPConda",
+        "",
+        "# comment [\\#](\\#not-a-heading)",
+        "`",
+        "_10",
+        "x",
+        "`",
+        "```",
+    ]
+    page = clean_markdown("\n".join(code))
+    assert page.lines == code
+    assert all(not removed for removed in page.removed.values())
+
+
+def test_tilde_fences_and_longer_fences_protect_code_too():
+    text = "~~~~\nLoading...\n~~~\nstill code\n~~~~\n\nLoading..."
+    page = clean_markdown(text)
+    assert page.lines == ["~~~~", "Loading...", "~~~", "still code", "~~~~", ""]
+
+
+def test_indented_code_lines_are_not_debris():
+    page = clean_markdown("Some text.\n\n    1\n\n    Loading...\n")
+    assert "    1" in page.lines
+    assert "    Loading..." in page.lines
+
+
+# -- flattened code -------------------------------------------------------------------
+
+
+def test_flattened_code_with_sequential_numbers_becomes_fenced():
+    text = "`\n1\nconst a = 1\n2\nconst b = 2\n3\n\n4\nreturn a + b\n`"
+    page = clean_markdown(text)
+    assert page.lines == ["```", "const a = 1", "const b = 2", "", "return a + b", "```"]
+    assert page.removed["flattened_code"] == ["`\n1\n2\n3\n4\n`"]
+
+
+def test_flattened_code_keeps_code_lines_that_look_like_markers_of_another_kind():
+    # With `_10` markers, a code line "1" is code, not a marker.
+    page = clean_markdown("`\n_10\nprint(\n_10\n1\n_10\n)\n`")
+    assert page.lines == ["```", "print(", "1", ")", "```"]
+
+
+def test_sequential_markers_must_follow_each_other():
+    # "5" after marker "2" is not the next marker: it is a code line.
+    page = clean_markdown("`\n1\nitems = [\n2\n5\n3\n]\n`")
+    assert page.lines == ["```", "items = [", "5", "]", "```"]
+
+
+def test_ambiguous_sequential_block_is_left_verbatim_rather_than_mangled():
+    # Code line "3" right after marker "2" reads as the next marker; the block then breaks
+    # the pattern and is kept as it was crawled: no line is lost.
+    text = "`\n1\nitems = [\n2\n3\n3\n]\n`"
+    page = clean_markdown(text)
+    assert page.lines == text.split("\n")
+
+
+def test_flattened_code_with_backticks_gets_a_longer_fence():
+    page = clean_markdown("`\n_10\nprint('```')\n_10\nx = 1\n`")
+    assert page.lines == ["````", "print('```')", "x = 1", "````"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "`\nnot a marker\n`",  # first line is no marker
+        "`\n_10\nfoo\nbar\n`",  # two lines after one marker
+        "`\n_10\nfoo\n_10\nbar",  # never closed
+        "`",  # alone at the end of the page
+    ],
+)
+def test_text_that_only_resembles_flattened_code_is_left_alone(text):
+    page = clean_markdown(text)
+    assert page.lines == text.split("\n")
+    assert page.removed["flattened_code"] == []
+
+
+# -- heading anchors ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("## Row level security [\\#](\\#row-level-security)", "## Row level security"),
+        ("### Policies [#](https://supabase.com/docs/guides#policies)", "### Policies"),
+        ("# Title [\\#](<\\#odd slug>)", "# Title"),
+        (
+            "## Keep [links](https://example.com) in text",
+            "## Keep [links](https://example.com) in text",
+        ),
+    ],
+)
+def test_heading_anchor_links_are_dropped(line, expected):
+    assert clean_markdown(line).lines == [expected]
+
+
+def test_anchor_links_outside_headings_are_kept():
+    line = "See [\\#](\\#row-level-security) above."
+    assert clean_markdown(line).lines == [line]
+
+
+# -- loading, rules, step numbers -----------------------------------------------------
+
+
+def test_loading_only_when_it_is_the_whole_line():
+    page = clean_markdown("Loading…\n\nLoading... the data takes a while.\n")
+    assert page.lines == ["", "Loading... the data takes a while.", ""]
+    assert page.removed["loading"] == ["Loading…"]
+
+
+def test_a_dash_line_under_text_is_a_setext_underline_not_a_rule():
+    page = clean_markdown("Getting started\n---\n\nText.\n\n---\n\nMore.")
+    assert page.lines == ["Getting started", "---", "", "Text.", "", "", "More."]
+    assert page.removed["rules"] == ["---"]
+
+
+def test_step_numbers_only_when_standing_alone():
+    text = "1\n\nStep one.\n\nThe answer is\n42\n\n123\n"
+    page = clean_markdown(text)
+    assert page.removed["step_numbers"] == ["1"]
+    assert "42" in page.lines  # inside a paragraph
+    assert "123" in page.lines  # too large for a step badge
+
+
+# -- tab labels -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text", ["PIPConda", "ClientServer", "Next.jsSvelteKitAstroRemix", "JavaScriptTypeScript"]
+)
+def test_run_together_tab_labels_are_recognised(text):
+    assert is_tab_label_run(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "JavaScript",
+        "OAuth",
+        "PostgreSQL",
+        "HCaptcha",
+        "Supabase",
+        "Install the package",
+        "Hello World",
+        "Use PostgreSQL. Then ClientServer.",  # a sentence
+        "See `ClientServer`",  # markdown
+        "[ClientServer](https://example.com)",
+    ],
+)
+def test_words_and_sentences_are_not_tab_labels(text):
+    assert not is_tab_label_run(text)
+
+
+def test_tab_labels_inside_a_paragraph_are_kept():
+    page = clean_markdown("Choose one:\nPIPConda\n")
+    assert page.lines == ["Choose one:", "PIPConda", ""]
+
+
+# -- line endings and unclosed fences --------------------------------------------------
+
+
+def test_windows_and_old_mac_line_endings_become_lines():
+    page = clean_markdown("a\r\nb\rc")
+    assert page.lines == ["a", "b", "c"]
+    assert page.source_lines == [1, 2, 3]
+
+
+def test_unclosed_fence_is_closed_with_a_warning_and_its_text_kept():
+    page = clean_markdown("Intro.\n\n```js\nconst a = 1\nLoading...")
+    assert page.lines == ["Intro.", "", "```js", "const a = 1", "Loading...", "```"]
+    assert len(page.warnings) == 1 and "unclosed code fence" in page.warnings[0]
+    assert page.source_lines[-1] == 5
+
+
+def test_inline_backticks_on_a_fence_like_line_do_not_open_a_fence():
+    # "``` a ` b" is not a fence opener (backtick in the info string), so "Loading..."
+    # after it is ordinary debris.
+    page = clean_markdown("``` a ` b\n\nLoading...")
+    assert page.lines == ["``` a ` b", ""]
+    assert page.warnings == []
