@@ -7,7 +7,7 @@ only the *form* imitates real Firecrawl output: 2024 crawls (breadcrumb line, `[
 anchors, code flattened into lone-backtick lines with `_10` or `1`, `2`, ... markers, UI
 debris) and 2026 crawls (absolute `[#](url#slug)` anchors, fenced code).
 
-Run `python data/sample/make_sample.py` from the repository root. The output is
+Run `python data/sample/make_sample.py` in the project venv. The output is
 deterministic: rerunning it rewrites crawl.json byte for byte. The script also checks the
 promises the README makes (the "over 1000 tokens" items really are) and prints a summary.
 """
@@ -15,15 +15,13 @@ promises the README makes (the "over 1000 tokens" items really are) and prints a
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from textwrap import dedent
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # run as a plain script from a fresh clone
+from firechunk.atomic import write_json
+from firechunk.tokens import TokenCounter
 
-from firechunk.atomic import write_json  # noqa: E402
-from firechunk.tokens import TokenCounter  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 SITE = "https://docs.example.com"
 OUT = Path(__file__).resolve().parent / "crawl.json"
