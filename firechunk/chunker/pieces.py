@@ -65,6 +65,9 @@ def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Count) 
             joiner = "\n\n" if pieces else None
             text = f"{opener}\n{code}\n{closer}"
             pieces.append(Piece(text, count(text), group[0], group[-1] + 1, joiner))
+    # The fence lines are the block's own: its first piece starts at the opening fence and
+    # its last ends at the closing one (source lines, and the separator to the next block).
+    pieces[0].start, pieces[-1].end = block.start, block.end
     return pieces
 
 
