@@ -103,6 +103,7 @@ class FakeFirecrawl:
         self.page_size = page_size
         self.scraping_polls = scraping_polls
         self.fail_jobs = fail_jobs
+        self.lose_pages = 0  # results hold this many pages fewer than `total` says
         self.jobs: dict[str, Job] = {}
         self.start_bodies: list[dict[str, Any]] = []
         self.requests: list[tuple[float, str, str, int]] = []  # time, method, path, status
@@ -114,7 +115,9 @@ class FakeFirecrawl:
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     # -- test controls -------------------------------------------------------------------
 
@@ -243,8 +246,9 @@ class FakeFirecrawl:
             answer.update(completed=done, creditsUsed=done)
             return _Answer(200, answer)
         results = job.results()
+        results = results[: len(results) - self.lose_pages]
         batch = results[skip : skip + self.page_size]
-        answer.update(completed=len(results), creditsUsed=len(results), data=batch)
+        answer.update(completed=len(job.results()), creditsUsed=len(job.results()), data=batch)
         if skip + self.page_size < len(results):
             answer["next"] = (
                 f"{self.base_url}/{job.version}/crawl/{job.id}?skip={skip + self.page_size}"

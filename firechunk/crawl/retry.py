@@ -97,7 +97,7 @@ class _WaitBackoffOrRetryAfter(tenacity.wait.wait_base):
     def __init__(self, policy: RetryPolicy) -> None:
         self._policy = policy
         self._backoff = tenacity.wait_exponential_jitter(
-            initial=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter
+            multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter
         )
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
