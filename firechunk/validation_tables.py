@@ -22,7 +22,7 @@ import pandas as pd
 
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
-from schemas.report import ChunkRun, PageRecord
+from schemas.report import ChunkRun, DuplicateChunk, PageRecord
 
 # Columns named in failure examples, so a failing row can be found in the outputs.
 ID_COLUMNS: dict[str, list[str]] = {
@@ -53,6 +53,7 @@ PAGE_COLUMNS = [
     "tokens_after_cleanup",
     "chunk_count",
     "chunks_found",
+    "duplicate_chunks_dropped",
     "chunk_tokens_found",
     "dropped_duplicate_tokens",
     "token_gap",
@@ -119,16 +120,18 @@ class _PageIndex:
     """
 
     def __init__(self, run: ChunkRun) -> None:
+        # A URL variant of a page (an alias) shares its canonical URL: the chunked page
+        # must win that key, whatever the crawl order.
         self.by_url: dict[str, PageRecord] = {}
-        for page in run.pages:
+        for page in sorted(run.pages, key=lambda page: page.status != "chunked"):
             self.by_url.setdefault(page.canonical_url, page)
-            self.by_url[page.url] = page
+            self.by_url.setdefault(page.url, page)
         self.chunks: dict[str, list[Chunk]] = defaultdict(list)
         for chunk in run.chunks:
             self.chunks[chunk.metadata.source_url].append(chunk)
-        self.dropped_tokens: dict[str, int] = defaultdict(int)
+        self.dropped: dict[str, list[DuplicateChunk]] = defaultdict(list)
         for duplicate in run.report.duplicates:
-            self.dropped_tokens[duplicate.source_url] += duplicate.token_count
+            self.dropped[duplicate.source_url].append(duplicate)
 
     def target(self, page: PageRecord) -> PageRecord | None:
         """The page whose chunks stand for `page`: itself, or the page it is an alias of."""
@@ -145,12 +148,13 @@ class _PageIndex:
             found = found + self.chunks.get(target.canonical_url, [])
         return found
 
-    def dropped_tokens_of(self, page: PageRecord) -> int:
+    def dropped_of(self, page: PageRecord) -> list[DuplicateChunk]:
+        """Chunks of the page dropped because an earlier chunk of the run had their text."""
         target = self.target(page)
         if target is None:
-            return 0
+            return []
         urls = {target.url, target.canonical_url}
-        return sum(self.dropped_tokens.get(url, 0) for url in urls)
+        return [duplicate for url in urls for duplicate in self.dropped.get(url, [])]
 
 
 def page_rows(run: ChunkRun, pages: _PageIndex, recounts: dict[str, int]) -> list[dict]:
@@ -164,9 +168,10 @@ def page_rows(run: ChunkRun, pages: _PageIndex, recounts: dict[str, int]) -> lis
     for page in run.pages:
         chunks = pages.chunks_of(page)
         target = pages.target(page)
+        dropped = pages.dropped_of(page)
         found_tokens = sum(recounts[chunk.chunk_id] for chunk in chunks)
-        dropped = pages.dropped_tokens_of(page)
-        accounted = found_tokens + dropped
+        dropped_tokens = sum(duplicate.token_count for duplicate in dropped)
+        accounted = found_tokens + dropped_tokens
         rows.append(
             {
                 "url": page.url,
@@ -178,8 +183,9 @@ def page_rows(run: ChunkRun, pages: _PageIndex, recounts: dict[str, int]) -> lis
                 "tokens_after_cleanup": page.tokens_after_cleanup,
                 "chunk_count": page.chunk_count,
                 "chunks_found": len(chunks),
+                "duplicate_chunks_dropped": len(dropped),
                 "chunk_tokens_found": found_tokens,
-                "dropped_duplicate_tokens": dropped,
+                "dropped_duplicate_tokens": dropped_tokens,
                 "token_gap": accounted - page.tokens_after_cleanup,
                 "token_ratio": (
                     accounted / page.tokens_after_cleanup if page.tokens_after_cleanup else None
@@ -228,17 +234,28 @@ def _in_headers(level: int, text: str, chunks: list[Chunk]) -> bool:
     return any(chunk.data.headers.h2 == text for chunk in chunks)
 
 
-_ATX_MARKS = re.compile(r"^\s{0,3}#{1,6}\s*|\s+#+\s*$")
+_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")
+_ATX_MARKS = re.compile(r"^ {0,3}#{1,6}\s*|\s+#+\s*$")
 _WORD = re.compile(r"\w+")
 
 
 def _normalise(line: str) -> str:
-    """A heading line reduced to its words, so `## Use \\`rpc()\\`` matches 'Use rpc()'."""
+    """A heading line reduced to its words: '## Use `rpc()`' matches the heading 'Use rpc()'."""
     words = _WORD.findall(_ATX_MARKS.sub("", line).casefold())
     return " ".join(words) if words else line.strip()
 
 
 def _normalised_lines(chunks: list[Chunk]) -> set[str]:
-    """Every line of the chunks' text, normalised: a heading carried inside a chunk's text
-    (a chunk spanning several H2 sections, or a setext title) appears as one of them."""
-    return {_normalise(line) for chunk in chunks for line in chunk.data.text.splitlines()}
+    """The heading lines (ATX or setext) in the chunks' text, normalised.
+
+    A chunk spanning several H2 sections carries their heading lines in its text; prose
+    that merely mentions a heading's words does not cover it.
+    """
+    found = set()
+    for chunk in chunks:
+        lines = chunk.data.text.splitlines()
+        for line, below in zip(lines, lines[1:] + [""], strict=True):
+            if _ATX_HEADING.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
+                found.add(_normalise(line))
+    return found

@@ -16,8 +16,10 @@ class RunStatus(BaseModel):
     """`data/runs/<run-id>/status.json`: read it to know whether a run may be trusted."""
 
     run_id: str
-    status: RunState = Field(description="'passed' only if every expectation passed.")
-    published: bool = Field(description="Whether `data/latest` was switched to this run.")
+    status: RunState = Field(
+        description="'passed' only if every expectation passed; only a passed run is ever "
+        "published (`data/latest` says which one is)."
+    )
     finished_at: str = Field(description="UTC, ISO 8601.")
     evaluated_expectations: int
     failed_expectations: list[str] = Field(
