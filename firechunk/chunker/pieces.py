@@ -57,11 +57,16 @@ def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Count) 
     opener = lines[block.start]
     closer = lines[block.end - 1]
     frame = count(f"{opener}\n\n{closer}")
+
+    def code_tokens(code: str) -> int:
+        """What the code adds to its fences, measured framed: BPE counts are not additive."""
+        return count(f"{opener}\n{code}\n{closer}") - frame
+
     body = list(range(block.start + 1, block.end - 1))
     groups = _group_lines(body, lines, lambda i: budget.at(i) - frame, count, prefer_blank=True)
     pieces: list[Piece] = []
     for group in groups:
-        for code in _fit_group(group, lines, budget.at(len(pieces)) - frame, count):
+        for code in _fit_group(group, lines, budget.at(len(pieces)) - frame, code_tokens):
             joiner = "\n\n" if pieces else None
             text = f"{opener}\n{code}\n{closer}"
             pieces.append(Piece(text, count(text), group[0], group[-1] + 1, joiner))
