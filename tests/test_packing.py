@@ -1,0 +1,256 @@
+"""Pass 2 (rule 2) and the cutting of oversized blocks: soft and hard limits, code kept
+whole while it fits, oversized code / tables / lists / prose cut along their own grain."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from firechunk.chunker.blocks import CODE, LIST, TABLE, parse_blocks
+from firechunk.chunker.pieces import Budget, split_block, split_text
+from tests.chunk_helpers import (
+    chunk_one,
+    code_lines,
+    count,
+    fenced,
+    sentences,
+)
+
+
+def only_block(markdown: str):
+    lines = markdown.split("\n")
+    [block] = parse_blocks(lines)
+    return block, lines
+
+
+def body_lines(piece_text: str) -> list[str]:
+    """The code lines of a fenced piece, without its fences."""
+    lines = piece_text.split("\n")
+    return lines[1:-1]
+
+
+# -- split_block: fitting blocks ----------------------------------------------------
+
+
+def test_a_block_that_fits_is_returned_whole():
+    code = fenced(code_lines(20))
+    block, lines = only_block(code)
+    [piece] = split_block(block, lines, Budget(count(code), count(code)), count)
+    assert piece.text == code
+    assert (piece.start, piece.end, piece.tokens) == (0, len(lines), count(code))
+
+
+# -- fenced code over budget ----------------------------------------------------------
+
+
+def test_oversized_code_is_cut_at_line_boundaries_and_refenced_with_its_info_string():
+    opener = "```python title=app.py"
+    code = fenced(code_lines(60), "python title=app.py")
+    block, lines = only_block(code)
+    assert block.kind == CODE and count(code) > 300
+    pieces = split_block(block, lines, Budget(200, 200), count)
+    assert len(pieces) >= 4
+    for piece in pieces:
+        assert piece.tokens == count(piece.text) <= 200
+        assert piece.text.split("\n")[0] == opener
+        assert piece.text.split("\n")[-1] == "```"
+    # Every code line is in exactly one piece, whole and in order.
+    assert [line for p in pieces for line in body_lines(p.text)] == lines[1:-1]
+    assert [p.joiner for p in pieces] == [None] + ["\n\n"] * (len(pieces) - 1)
+    # The pieces together span the block, fences included.
+    assert pieces[0].start == 0 and pieces[-1].end == len(lines)
+
+
+def test_oversized_code_prefers_to_cut_at_blank_lines():
+    block, lines = only_block(fenced(code_lines(60)))  # a blank line every fifth line
+    pieces = split_block(block, lines, Budget(200, 200), count)
+    for piece in pieces[:-1]:
+        assert body_lines(piece.text)[-1] == ""
+
+
+def test_oversized_code_without_blank_lines_is_cut_between_lines():
+    code_body = [f"row_{i} = lookup('key number {i}')" for i in range(80)]
+    block, lines = only_block(fenced(code_body, "js"))
+    pieces = split_block(block, lines, Budget(150, 150), count)
+    assert len(pieces) > 2
+    assert all(p.tokens <= 150 for p in pieces)
+    assert [line for p in pieces for line in body_lines(p.text)] == code_body
+
+
+def test_a_single_code_line_over_budget_is_cut_by_characters():
+    line = "key = '" + "abcdefghij" * 200 + "'"
+    block, lines = only_block(fenced([line], "text"))
+    pieces = split_block(block, lines, Budget(100, 100), count)
+    assert len(pieces) > 2
+    assert all(p.tokens <= 100 for p in pieces)
+    assert all(p.text.startswith("```text\n") and p.text.endswith("\n```") for p in pieces)
+    assert "".join("\n".join(body_lines(p.text)) for p in pieces) == line
+
+
+def test_a_smaller_first_budget_leaves_room_for_stacked_headings():
+    block, lines = only_block(fenced(code_lines(60)))
+    pieces = split_block(block, lines, Budget(80, 300), count)
+    assert pieces[0].tokens <= 80
+    assert all(p.tokens <= 300 for p in pieces[1:])
+    assert max(p.tokens for p in pieces[1:]) > 80  # the rest used their larger budget
+
+
+def test_tilde_fences_are_refenced_with_tildes():
+    block, lines = only_block(fenced(code_lines(40), "").replace("```", "~~~~"))
+    pieces = split_block(block, lines, Budget(150, 150), count)
+    assert len(pieces) > 1
+    assert all(p.text.startswith("~~~~\n") and p.text.endswith("\n~~~~") for p in pieces)
+
+
+# -- tables over budget ---------------------------------------------------------------
+
+
+def test_oversized_table_is_cut_by_rows_with_its_header_repeated():
+    head = ["| name | value |", "|---|---|"]
+    rows = [f"| key{i} | value number {i} |" for i in range(40)]
+    block, lines = only_block("\n".join([*head, *rows]))
+    assert block.kind == TABLE
+    pieces = split_block(block, lines, Budget(100, 100), count)
+    assert len(pieces) >= 3
+    for piece in pieces:
+        assert piece.tokens == count(piece.text) <= 100
+        assert piece.text.split("\n")[:2] == head
+    assert [row for p in pieces for row in p.text.split("\n")[2:]] == rows
+    assert pieces[0].start == 0 and pieces[-1].end == len(lines)
+
+
+# -- lists over budget ----------------------------------------------------------------
+
+
+def test_oversized_list_is_cut_at_item_boundaries():
+    items = [f"- item {i}: {sentences(30, i)}\n  - nested {i}" for i in range(8)]
+    block, lines = only_block("\n".join(items))
+    assert block.kind == LIST
+    pieces = split_block(block, lines, Budget(100, 100), count)
+    assert [p.text for p in pieces] == items  # each item whole, nested lines with it
+    assert all(p.tokens <= 100 for p in pieces)
+
+
+def test_a_list_item_over_budget_is_cut_as_text_and_the_others_stay_whole():
+    items = [f"1. {sentences(40, 1)}", f"2. {sentences(400, 2)}", f"3. {sentences(40, 3)}"]
+    block, lines = only_block("\n".join(items))
+    pieces = split_block(block, lines, Budget(150, 150), count)
+    assert pieces[0].text == items[0] and pieces[-1].text == items[2]
+    middle = pieces[1:-1]
+    assert len(middle) >= 3
+    assert all(p.tokens <= 150 for p in middle)
+    assert " ".join(p.text for p in middle) == items[1]
+
+
+# -- prose over budget ---------------------------------------------------------------
+
+
+def test_long_prose_is_cut_at_paragraphs_first():
+    paragraphs = [sentences(120, i) for i in range(4)]
+    pieces = split_text("\n\n".join(paragraphs), 10, Budget(300, 300), count)
+    # 2 paragraphs fit 300 tokens: they are packed two by two.
+    assert [p.text for p in pieces] == ["\n\n".join(paragraphs[:2]), "\n\n".join(paragraphs[2:])]
+    assert [(p.start, p.end) for p in pieces] == [(10, 13), (14, 17)]
+    assert [p.joiner for p in pieces] == [None, "\n\n"]
+
+
+def test_a_long_paragraph_is_cut_at_sentence_ends():
+    paragraph = sentences(700, 9)
+    pieces = split_text(paragraph, 0, Budget(200, 200), count)
+    assert len(pieces) >= 4
+    assert all(p.tokens <= 200 for p in pieces)
+    assert all(p.text.endswith("now.") for p in pieces)  # never inside a sentence
+    assert " ".join(p.text for p in pieces) == paragraph
+    assert [p.joiner for p in pieces[1:]] == [" "] * (len(pieces) - 1)
+
+
+def test_a_sentence_over_budget_is_cut_between_words():
+    sentence = " ".join(f"word{i}" for i in range(300)) + "."
+    pieces = split_text(sentence, 0, Budget(100, 100), count)
+    assert len(pieces) > 2
+    assert all(p.tokens <= 100 for p in pieces)
+    assert " ".join(p.text for p in pieces) == sentence
+
+
+def test_a_word_over_budget_is_cut_by_characters():
+    url = "https://example.com/" + "segment/" * 300
+    pieces = split_text(url, 0, Budget(100, 100), count)
+    assert len(pieces) > 2
+    assert all(p.tokens <= 100 for p in pieces)
+    assert "".join(p.text for p in pieces) == url
+
+
+# -- packing a page: soft and hard limits ---------------------------------------------
+
+
+def test_a_section_that_fits_the_hard_limit_stays_whole():
+    text = sentences(930, 1)
+    [chunk] = chunk_one(f"# T\n\n{text}").chunks
+    assert 800 < chunk.tokens <= 1000
+
+
+def test_a_long_section_is_cut_at_paragraphs_into_balanced_chunks_near_the_soft_limit():
+    paragraphs = [sentences(100, i) for i in range(30)]
+    markdown = "# Long\n\n" + "\n\n".join(paragraphs)
+    chunks = chunk_one(markdown).chunks
+    total = count(markdown)
+    assert len(chunks) in (math.ceil(total / 800), math.ceil(total / 800) + 1)
+    assert all(400 <= c.tokens <= 1000 for c in chunks)
+    # Cuts fall between paragraphs: every paragraph is inside one chunk.
+    for paragraph in paragraphs:
+        assert sum(paragraph in c.text for c in chunks) == 1
+
+
+def test_a_code_block_that_fits_is_never_split_and_starts_its_own_chunk_if_needed():
+    code = fenced(code_lines(40), "sql")
+    assert 400 < count(code) < 1000
+    markdown = f"# T\n\n## S\n\n{sentences(500, 1)}\n\n{code}\n\n{sentences(50, 2)}"
+    chunks = chunk_one(markdown).chunks
+    holders = [c for c in chunks if code in c.text]
+    assert len(holders) == 1
+    assert holders[0].text.startswith(code)  # pushed to a chunk of its own
+    assert all(c.tokens <= 1000 for c in chunks)
+
+
+def test_a_code_block_of_almost_the_hard_limit_stays_whole():
+    lines = code_lines(200)
+    while count(fenced(lines)) > 995:
+        lines.pop()
+    code = fenced(lines)
+    chunks = chunk_one(f"# T\n\n## Code\n\n{code}\n\nAfter the code.").chunks
+    assert sum(code in c.text for c in chunks) == 1
+    assert all(c.tokens <= 1000 for c in chunks)
+
+
+def test_a_page_with_code_over_the_hard_limit_gives_fenced_pieces_within_it():
+    code = fenced(code_lines(200), "ts filename=a.ts")
+    assert count(code) > 2000
+    chunks = chunk_one(f"# T\n\n{sentences(50, 1)}\n\n{code}\n\nAfter the code.").chunks
+    assert all(c.tokens <= 1000 for c in chunks)
+    fenced_pieces = [
+        piece
+        for c in chunks
+        for piece in re.findall(r"```ts filename=a\.ts\n.*?\n```", c.text, re.S)
+    ]
+    assert len(fenced_pieces) >= 3
+    code_seen = [line for piece in fenced_pieces for line in body_lines(piece)]
+    assert code_seen == code_lines(200)
+
+
+def test_source_lines_of_a_split_code_block_include_its_fences():
+    code = fenced(code_lines(200), "ts")
+    markdown = f"# T\n\nIntro line.\n{code}\nafter"  # no blank lines around the code
+    chunks = chunk_one(markdown).chunks
+    last_line = len(markdown.split("\n"))
+    assert chunks[0].source_lines[0] == 1
+    assert chunks[-1].source_lines[1] == last_line
+    # The page has no blank line between "Intro line." and the fence: neither does the chunk.
+    assert "Intro line.\n```ts\n" in chunks[0].text
+    assert chunks[-1].text.endswith("```\nafter")
+
+
+def test_smaller_limits_are_honoured():
+    markdown = "# T\n\n" + "\n\n".join(sentences(60, i) for i in range(20))
+    chunks = chunk_one(markdown, soft=150, hard=200, min_tokens=20).chunks
+    assert len(chunks) >= 8
+    assert all(c.tokens <= 200 for c in chunks)
