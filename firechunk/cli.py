@@ -15,3 +15,7 @@ app = typer.Typer(
 )
 app.command()(crawl)
 app.command()(chunk)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,119 @@
+"""`firechunk chunk` end to end on the bundled sample, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample" / "crawl.json"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "firechunk.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sample-run")
+    result = run_cli("chunk", str(SAMPLE), "--out", str(out), "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_writes_the_three_files_and_no_temporaries(sample_run: Path):
+    names = sorted(p.name for p in sample_run.iterdir())
+    assert names == ["chunks.json", "quarantine.jsonl", "report.json"]
+
+
+def test_chunks_have_the_fixed_structure(sample_run: Path):
+    chunks = json.loads((sample_run / "chunks.json").read_text())
+    assert chunks
+    for chunk in chunks:
+        assert set(chunk) == {"chunk_id", "metadata", "data"}
+        assert {"token_count", "sourceUrl", "page_title"} <= set(chunk["metadata"])
+        assert {"breadcrumb", "chunk_index", "source_lines", "aliases"} <= set(chunk["metadata"])
+        assert set(chunk["data"]) == {"headers", "text", "overlap_text"}
+        assert set(chunk["data"]["headers"]) == {"h1", "h2"}
+        assert set(chunk["data"]["overlap_text"]) == {"prev_chunk_id", "text"}
+        assert 0 < chunk["metadata"]["token_count"] <= 1000
+    ids = [chunk["chunk_id"] for chunk in chunks]
+    assert len(ids) == len(set(ids))
+
+
+def test_bad_pages_are_quarantined_with_reasons(sample_run: Path):
+    lines = (sample_run / "quarantine.jsonl").read_text().splitlines()
+    records = {json.loads(line)["url"]: json.loads(line)["reason"] for line in lines}
+    assert records == {
+        "https://docs.example.com/docs/guides/dashboard": "empty",
+        "https://docs.example.com/docs/guides/integrations": "header-only",
+    }
+
+
+def test_report_accounts_for_every_page(sample_run: Path):
+    report = json.loads((sample_run / "report.json").read_text())
+    sample = json.loads(SAMPLE.read_text())
+    assert report["pages_in"] == len(sample["data"])
+    assert (
+        report["pages_chunked"] + report["pages_aliased"] + report["pages_quarantined"]
+        == report["pages_in"]
+    )
+    assert report["pages_aliased"] == 3  # same markdown twice, code-marker variant, utm URL
+    assert report["tokens_before_cleanup"] > report["tokens_after_cleanup"]
+    assert report["chunks_out"] == len(json.loads((sample_run / "chunks.json").read_text()))
+    assert any("unclosed code fence" in warning for warning in report["warnings"])
+
+
+def test_rerun_gives_the_same_bytes(sample_run: Path, tmp_path: Path):
+    result = run_cli("chunk", str(SAMPLE), "--out", str(tmp_path), "--workers", "1")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "chunks.json").read_bytes() == (sample_run / "chunks.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"{not json", "not JSON"), (b'{"pages": []}', "'data' list")],
+)
+def test_unreadable_crawl_file_is_a_clear_error(tmp_path: Path, content: bytes, message: str):
+    crawl = tmp_path / "crawl.json"
+    crawl.write_bytes(content)
+    result = run_cli("chunk", str(crawl), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_non_utf8_bytes_do_not_abort_the_run(tmp_path: Path):
+    good = "# Title\n\n" + "A sentence that is long enough to be a chunk of its own. " * 30
+    junk = "# Junk\n\n" + "\ufffd" * 500
+    crawl = {
+        "data": [
+            {"markdown": good, "metadata": {"sourceURL": "https://x.test/good", "title": "Good"}},
+            {"markdown": junk, "metadata": {"sourceURL": "https://x.test/junk", "title": "Junk"}},
+        ]
+    }
+    path = tmp_path / "crawl.json"
+    raw = (
+        json.dumps(crawl, ensure_ascii=False)
+        .encode("utf-8")
+        .replace("\ufffd".encode(), b"\xff\xfe")
+    )
+    path.write_bytes(raw)
+    out = tmp_path / "out"
+    result = run_cli("chunk", str(path), "--out", str(out), "--workers", "1")
+    assert result.returncode == 0, result.stderr
+    quarantined = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
+    assert [(q["url"], q["reason"]) for q in quarantined] == [("https://x.test/junk", "not-utf8")]
+    chunks = json.loads((out / "chunks.json").read_text())
+    assert {c["metadata"]["sourceUrl"] for c in chunks} == {"https://x.test/good"}
