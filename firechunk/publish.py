@@ -38,19 +38,28 @@ def build_and_publish(
     *,
     suites_dir: Path = SUITES_DIR,
 ) -> PublishResult:
-    """Write `run` to `data_dir/runs/<run-id>/`, validate it, and publish it if it passed."""
+    """Write `run` to `data_dir/runs/<run-id>/`, validate it, and publish it if it passed.
+
+    If writing or validating raises, the run is marked failed with the error before the
+    exception goes on: a run directory without a passed `status.json` is never published.
+    """
     data_dir = Path(data_dir)
     run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
-    write_run_outputs(run, run_dir)
-    outcome = validate_run(run, run_dir, suites_dir=suites_dir, run_id=run_id)
-    status = RunStatus(
-        run_id=run_id,
-        status="passed" if outcome.success else "failed",
-        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        evaluated_expectations=outcome.evaluated_expectations,
-        failed_expectations=[f"{item.suite}/{item.name}" for item in outcome.failed],
+    try:
+        write_run_outputs(run, run_dir)
+        outcome = validate_run(run, run_dir, suites_dir=suites_dir, run_id=run_id)
+    except Exception as error:
+        write_status(run_dir, RunStatus(run_id=run_id, status="failed", error=repr(error)))
+        raise
+    write_status(
+        run_dir,
+        RunStatus(
+            run_id=run_id,
+            status="passed" if outcome.success else "failed",
+            evaluated_expectations=outcome.evaluated_expectations,
+            failed_expectations=[f"{item.suite}/{item.name}" for item in outcome.failed],
+        ),
     )
-    write_json(run_dir / STATUS_JSON, status.model_dump(mode="json"))
     if outcome.success:
         switch_latest(data_dir, run_dir)
     return PublishResult(
@@ -60,6 +69,10 @@ def build_and_publish(
         latest=data_dir / LATEST,
         validation=outcome,
     )
+
+
+def write_status(run_dir: Path, status: RunStatus) -> Path:
+    return write_json(run_dir / STATUS_JSON, status.model_dump(mode="json"))
 
 
 def new_run_id(now: datetime | None = None) -> str:

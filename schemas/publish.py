@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -20,10 +21,16 @@ class RunStatus(BaseModel):
         description="'passed' only if every expectation passed; only a passed run is ever "
         "published (`data/latest` says which one is)."
     )
-    finished_at: str = Field(description="UTC, ISO 8601.")
-    evaluated_expectations: int
+    finished_at: str = Field(
+        default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"),
+        description="UTC, ISO 8601.",
+    )
+    evaluated_expectations: int = 0
     failed_expectations: list[str] = Field(
         default_factory=list, description="'suite/name' of each expectation that failed."
+    )
+    error: str | None = Field(
+        default=None, description="Why writing or validating the run stopped, if it did."
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from datetime import UTC, datetime
 
 import pytest
@@ -17,6 +18,7 @@ from firechunk.publish import (
     new_run_id,
     switch_latest,
 )
+from firechunk.validation import SUITES_DIR, SuiteFileError
 from tests.synthetic_runs import (
     broken_token_count_run,
     clean_run,
@@ -111,6 +113,22 @@ def test_a_failed_first_run_publishes_nothing(tmp_path):
     assert not result.published
     assert not os.path.lexists(tmp_path / "latest")
     assert (tmp_path / "runs" / "first-try" / "status.json").is_file()
+
+
+def test_a_run_that_cannot_be_validated_is_marked_failed_and_not_published(published, tmp_path):
+    data_dir, _ = published
+    before = snapshot(data_dir / "latest")
+    suites_dir = tmp_path / "expectations"
+    shutil.copytree(SUITES_DIR, suites_dir)
+    (suites_dir / "headers.json").unlink()
+
+    with pytest.raises(SuiteFileError):
+        build_and_publish(clean_run(), data_dir, run_id="no-suites", suites_dir=suites_dir)
+
+    status = json.loads((data_dir / "runs" / "no-suites" / "status.json").read_text())
+    assert status["status"] == "failed"
+    assert "SuiteFileError" in status["error"]
+    assert snapshot(data_dir / "latest") == before
 
 
 def test_switching_latest_replaces_the_link_in_one_step(tmp_path):
