@@ -16,6 +16,8 @@ with the job state kept. The real firecrawl-py client talks to the local server.
     job ends `failed`                             clear error, its pages kept, no crawl.json
     job expired (404) while polling / downloading clear error saying so, pages kept;
                                                   --recrawl starts a new job
+    job still running after --max-wait            clear error, state `polling`; a rerun
+                                                  resumes, --recrawl cancels it first
     fewer pages than `total`                      clear error; a rerun downloads again
 """
 
@@ -28,6 +30,7 @@ from firechunk.crawl.errors import (
     DownloadError,
     JobFailedError,
     JobNotFoundError,
+    PollTimeoutError,
     StartOutcomeUnknownError,
 )
 from firechunk.crawlfile import read_crawl
@@ -163,16 +166,17 @@ def test_unreachable_api_on_start_is_retried_then_reported(tmp_path):
     assert not (tmp_path / "jobs" / f"{NAME}.json").exists()
 
 
-def test_page_failing_every_attempt_keeps_state_and_rerun_finishes(tmp_path):
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_page_failing_every_attempt_keeps_state_and_rerun_finishes(tmp_path, version):
     with _server() as server:
         server.add_faults("page", *[Fault(status=500)] * 4)  # all four attempts of one page
         with pytest.raises(CrawlError, match="run again to resume"):
-            _crawl(server, tmp_path)
+            _crawl(server, tmp_path, version)
         state = read_state(tmp_path, NAME)
         assert state.status == "downloading" and state.pages_saved == SIZE
         assert state.cursor is not None and "HTTP 500" in state.error
 
-        outcome, lines = _crawl(server, tmp_path)
+        outcome, lines = _crawl(server, tmp_path, version)
         assert server.start_calls == 1
     assert any(line.startswith("resuming Firecrawl job") for line in lines)
     saved = read_pages(outcome.pages_file)
@@ -263,3 +267,18 @@ def test_fewer_pages_than_total_is_an_error_and_a_rerun_downloads_again(tmp_path
         outcome, _ = _crawl(server, tmp_path)
         assert server.start_calls == 1
     assert urls_of(read_pages(outcome.pages_file)) == urls_of(PAGES)
+
+
+def test_job_running_past_max_wait_is_resumed_or_cancelled_by_recrawl(tmp_path):
+    with _server(scraping_polls=50) as server:
+        with pytest.raises(PollTimeoutError, match="run again to go on waiting"):
+            _crawl(server, tmp_path, max_wait=0.0)
+        old = read_state(tmp_path, NAME)
+        assert old.status == "polling" and old.firecrawl_status == "scraping"
+
+        server.scraping_polls = 0
+        outcome, lines = _crawl(server, tmp_path, recrawl=True)
+        assert server.jobs[old.job_id].cancelled  # the replaced job stops spending credits
+        assert server.start_calls == 2
+    assert f"cancelled the job it replaces, {old.job_id}" in lines
+    assert outcome.job_id != old.job_id and outcome.pages == len(PAGES)

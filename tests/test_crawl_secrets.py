@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 
 import pytest
+from typer.testing import CliRunner
 
+from firechunk.cli import app
 from firechunk.crawl import run_crawl
 from firechunk.crawl.errors import JobNotFoundError
 from schemas.job import CrawlTarget
@@ -44,13 +46,15 @@ def test_canary_key_stays_out_of_files_and_cli_output(tmp_path):
         server.add_faults("start", Fault(status=500))
         unknown_start = run_cli(data_dir, *common, "--name", "unknown-start")
         start_calls, unauthorized = server.start_calls, server.unauthorized
-    replay = run_cli(data_dir, *common, "--name", "ok", api_key=None)  # server gone, no key
+    replay = CliRunner().invoke(  # in-process: the server is gone and there is no key
+        app, ["crawl", *common, "--name", "ok", "--data-dir", str(data_dir)]
+    )
     for result in (ok, unknown_start, replay):
         outputs += [result.stdout, result.stderr]
 
     assert ok.returncode == 0 and "failed (HTTP 429" in ok.stderr  # retries were logged
     assert unknown_start.returncode == 1 and "may or may not" in unknown_start.stderr
-    assert replay.returncode == 0 and replay.stdout.strip().endswith("crawl.json")
+    assert replay.exit_code == 0 and replay.stdout.strip().endswith("crawl.json")
     assert start_calls == 1 and unauthorized == 0  # the key was sent, and accepted
     assert not [text for text in outputs if CANARY_KEY in text]
     assert not _files_holding(tmp_path, CANARY_KEY)

@@ -87,7 +87,7 @@ def describe(error: BaseException) -> str:
     """A one-line account of a failed call, for logs (no headers, so never the API key)."""
     status = status_of(error)
     kind = f"HTTP {status}" if status else type(error).__name__
-    text = str(error).splitlines()[0] if str(error) else ""
+    text = str(error).splitlines()[0].rstrip(" .") if str(error) else ""
     return f"{kind}: {text[:200]}" if text else kind
 
 

@@ -123,8 +123,7 @@ class _CrawlRun:
 
     def run(self, recrawl: bool) -> CrawlOutcome:
         saved = load_state(self.state_file)
-        resume = saved is not None and not recrawl
-        if resume:
+        if saved is not None and not recrawl:
             self._check_same_crawl(saved)
             if saved.status in ("done", "downloaded"):
                 return self._finish(saved)  # offline: no key, no network
@@ -135,11 +134,11 @@ class _CrawlRun:
                     f"{saved.error or 'a previous start call got no answer'}. "
                     f"{_START_UNKNOWN_ADVICE}"
                 )
-        api = self._api(self.settings.api_version, self.api_url)
-        if resume:
+            api = self._api(self.settings.api_version, self.api_url)
+            self.report(f"resuming Firecrawl job {saved.job_id} ({saved.status})")
             state = saved
-            self.report(f"resuming Firecrawl job {state.job_id} ({state.status})")
         else:
+            api = self._api(self.settings.api_version, self.api_url)
             if saved is not None:
                 self._cancel_if_running(saved)
             state = self._start(api, replacing=saved)
@@ -170,7 +169,7 @@ class _CrawlRun:
                 state.error = _expired_message(state, self.paths)
                 self._save(state)
                 raise JobNotFoundError(state.error) from error
-            state.error = f"{describe(error)} (after {self.settings.retry.attempts} attempts)"
+            state.error = describe(error)
             self._save(state)
             raise CrawlError(
                 f"Firecrawl job {state.job_id}: {state.error}. The job state is kept in "
