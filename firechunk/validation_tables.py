@@ -64,7 +64,9 @@ HEADER_COLUMNS = ["url", "status", "level", "heading", "line", "coverage"]
 
 def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pd.DataFrame]:
     """Every table the suites check, keyed by suite name."""
-    recounts = {chunk.chunk_id: counter.count(chunk.data.text) for chunk in run.chunks}
+    # Keyed by the chunk object, not its id: a broken run may repeat ids (chunk_id_unique
+    # reports that) and each chunk must still be recounted on its own.
+    recounts = {id(chunk): counter.count(chunk.data.text) for chunk in run.chunks}
     pages = _PageIndex(run)
     return {
         "chunks": _frame(chunk_rows(run.chunks, recounts), CHUNK_COLUMNS),
@@ -84,7 +86,7 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
 
 
-def chunk_rows(chunks: list[Chunk], recounts: dict[str, int]) -> list[dict]:
+def chunk_rows(chunks: list[Chunk], recounts: dict[int, int]) -> list[dict]:
     page_of = {chunk.chunk_id: chunk.metadata.source_url for chunk in chunks}
     return [
         {
@@ -95,7 +97,7 @@ def chunk_rows(chunks: list[Chunk], recounts: dict[str, int]) -> list[dict]:
             "h2": chunk.data.headers.h2,
             "chunk_index": chunk.metadata.chunk_index,
             "token_count": chunk.metadata.token_count,
-            "token_recount": recounts[chunk.chunk_id],
+            "token_recount": recounts[id(chunk)],
             "text_hash": text_hash(chunk.data.text),
             "prev_chunk_link": prev_chunk_link(chunk, page_of),
         }
@@ -157,7 +159,7 @@ class _PageIndex:
         return [duplicate for url in urls for duplicate in self.dropped.get(url, [])]
 
 
-def page_rows(run: ChunkRun, pages: _PageIndex, recounts: dict[str, int]) -> list[dict]:
+def page_rows(run: ChunkRun, pages: _PageIndex, recounts: dict[int, int]) -> list[dict]:
     """One row per page. Tokens are accounted for with recounted chunk tokens.
 
     Recounts, not the chunks' declared `token_count`: a wrong count is the chunks suite's
@@ -169,7 +171,7 @@ def page_rows(run: ChunkRun, pages: _PageIndex, recounts: dict[str, int]) -> lis
         chunks = pages.chunks_of(page)
         target = pages.target(page)
         dropped = pages.dropped_of(page)
-        found_tokens = sum(recounts[chunk.chunk_id] for chunk in chunks)
+        found_tokens = sum(recounts[id(chunk)] for chunk in chunks)
         dropped_tokens = sum(duplicate.token_count for duplicate in dropped)
         accounted = found_tokens + dropped_tokens
         rows.append(
@@ -204,17 +206,13 @@ def _alias_target_status(page: PageRecord, target: PageRecord | None) -> str | N
 
 def header_rows(run: ChunkRun, pages: _PageIndex) -> list[dict]:
     rows = []
+    covered: dict[int, _Covered] = {}  # by the page whose chunks stand for a page
     for page in run.pages:
-        chunks = pages.chunks_of(page)
-        lines: set[str] | None = None  # normalised chunk lines, built only when needed
+        target = pages.target(page)
+        key = id(target)
+        if key not in covered:
+            covered[key] = _Covered(pages.chunks_of(page))
         for heading in page.headings:
-            if page.status == "quarantined":
-                coverage = "page_quarantined"
-            elif _in_headers(heading.level, heading.text, chunks):
-                coverage = "headers"
-            else:
-                lines = lines if lines is not None else _normalised_lines(chunks)
-                coverage = "text" if _normalise(heading.text) in lines else "missing"
             rows.append(
                 {
                     "url": page.url,
@@ -222,16 +220,29 @@ def header_rows(run: ChunkRun, pages: _PageIndex) -> list[dict]:
                     "level": heading.level,
                     "heading": heading.text,
                     "line": heading.line,
-                    "coverage": coverage,
+                    "coverage": (
+                        "page_quarantined"
+                        if page.status == "quarantined"
+                        else covered[key].coverage(heading.level, heading.text)
+                    ),
                 }
             )
     return rows
 
 
-def _in_headers(level: int, text: str, chunks: list[Chunk]) -> bool:
-    if level == 1:
-        return any(chunk.data.headers.h1 == text for chunk in chunks)
-    return any(chunk.data.headers.h2 == text for chunk in chunks)
+class _Covered:
+    """What the chunks of one page say about its headings."""
+
+    def __init__(self, chunks: list[Chunk]) -> None:
+        self.headers = {(1, chunk.data.headers.h1) for chunk in chunks}
+        self.headers |= {(2, chunk.data.headers.h2) for chunk in chunks}
+        self.heading_lines = _heading_lines(chunks)
+
+    def coverage(self, level: int, text: str) -> str:
+        """'headers', 'text' or 'missing'."""
+        if (level, text) in self.headers:
+            return "headers"
+        return "text" if _normalise(text) in self.heading_lines else "missing"
 
 
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
@@ -246,7 +257,7 @@ def _normalise(line: str) -> str:
     return " ".join(words) if words else line.strip()
 
 
-def _normalised_lines(chunks: list[Chunk]) -> set[str]:
+def _heading_lines(chunks: list[Chunk]) -> set[str]:
     """The heading lines (ATX or setext) in the chunks' text, normalised.
 
     A chunk spanning several H2 sections carries their heading lines in its text; prose

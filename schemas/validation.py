@@ -34,7 +34,10 @@ class ValidationOutcome(BaseModel):
     success: bool
     evaluated_expectations: int
     successful_expectations: int
-    seconds: float = Field(description="Wall time of building the tables and running GX.")
+    seconds: float = Field(
+        description="Wall time: tables, GX (with its import on a process's first validation), "
+        "results and Data Docs."
+    )
     suites: list[str] = Field(default_factory=list)
     expectations: list[ExpectationOutcome] = Field(default_factory=list)
     data_docs_index: str | None = Field(
