@@ -49,17 +49,24 @@ class Block:
     title: str = ""  # clean heading text
     fence: str = ""  # opening fence line of fenced code ("```sql")
     items: tuple[int, ...] = ()  # start lines of top-level list items
+    tokens: int = -1  # exact count of the block's text, once the page has counted it
 
 
 @contextmanager
 def _block_level_only() -> Iterator[None]:
     """Parse without inline tokens: every span becomes raw text."""
-    saved = list(span_token._token_types)
+    saved_types, saved_tokenize = list(span_token._token_types), span_token.tokenize_inner
     span_token._token_types[:] = [span_token.RawText]
+    span_token.tokenize_inner = _raw_text
     try:
         yield
     finally:
-        span_token._token_types[:] = saved
+        span_token._token_types[:] = saved_types
+        span_token.tokenize_inner = saved_tokenize
+
+
+def _raw_text(content: str) -> list[span_token.RawText]:
+    return [span_token.RawText(content)]
 
 
 def parse_blocks(lines: list[str]) -> list[Block]:

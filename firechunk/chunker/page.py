@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass, field
 
 from firechunk.chunker import boundaries
-from firechunk.chunker.blocks import HEADING, parse_blocks
+from firechunk.chunker.blocks import HEADING, Block, parse_blocks
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
+from firechunk.chunker.joincount import count_joined, count_with_sep, joinable
 from firechunk.chunker.pieces import Count
 from firechunk.chunker.sections import HeadingPath, headers_of, split_sections
 from firechunk.chunker.split import Limits, Unit, build_units, pack_section
@@ -62,6 +63,8 @@ def chunk_page(
     text = check_page(markdown, options)
     cleaned = clean_markdown(text, options.cleanup)
     blocks = parse_blocks(cleaned.lines)
+    for block in blocks:
+        block.tokens = count("\n".join(cleaned.lines[block.start : block.end]))
     if not any(block.kind != HEADING for block in blocks):
         raise PageRejected("header-only" if blocks else "empty", "no content besides headings")
     sections = split_sections(blocks)
@@ -73,11 +76,10 @@ def chunk_page(
     ]
     groups = boundaries.attach_lone_headings(groups, options.limits)
     groups = boundaries.merge_small(groups, options.limits)
-    texts = [join_units(group) for group in groups]
-    tokens = [count(text) for text in texts]
+    texts, tokens = _join_groups(groups, count)
     while repacked := boundaries.enforce_hard_limit(groups, texts, tokens, options.limits, count):
-        groups, texts = repacked, [join_units(group) for group in repacked]
-        tokens = [count(text) for text in texts]
+        groups = repacked
+        texts, tokens = _join_groups(groups, count)
     fallback_h1 = _first_h1(blocks) or title
     chunks = [
         _draft(group, text, n, cleaned.source_lines, fallback_h1)
@@ -87,7 +89,7 @@ def chunk_page(
     removed_tokens = {
         rule: count("\n".join(parts)) for rule, parts in cleaned.removed.items() if parts
     }
-    tokens_after = count(cleaned_text)
+    tokens_after = page_tokens(cleaned.lines, blocks, count)
     return PageChunks(
         chunks=chunks,
         headings=[
@@ -129,16 +131,53 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
 
 
-def join_units(units: list[Unit]) -> str:
-    """The chunk text: units in page order, separated as they were in the page."""
-    parts = [units[0].text]
-    for before, unit in zip(units, units[1:], strict=False):
-        if unit.joiner is not None:
-            parts.append(unit.joiner)
-        else:
-            parts.append("\n\n" if unit.start > before.end else "\n")
-        parts.append(unit.text)
-    return "".join(parts).strip("\n")
+def join_units(units: list[Unit], count: Count) -> tuple[str, int]:
+    """The chunk text (units in page order, separated as they were in the page) and its
+    exact token count."""
+    seps = [
+        unit.joiner if unit.joiner is not None else "\n\n" if unit.start > before.end else "\n"
+        for before, unit in zip(units, units[1:], strict=False)
+    ]
+    text = units[0].text + "".join(
+        sep + unit.text for sep, unit in zip(seps, units[1:], strict=True)
+    )
+    stripped = text.strip("\n")
+    tokens = count_joined([(u.text, u.tokens) for u in units], seps, count)
+    if tokens is None or stripped != text:
+        tokens = count(stripped)
+    return stripped, tokens
+
+
+def page_tokens(lines: list[str], blocks: list[Block], count: Count) -> int:
+    """Exact tokens of the cleaned page, from the block counts and the blank lines between."""
+    parts: list[tuple[str, int]] = []
+    seps: list[str] = []
+    sep = ""  # what stands before the next part
+    position = 0
+    for block in blocks:
+        gap = "\n".join(lines[position : block.start])
+        if gap.strip():  # text no block claims (a link definition): a part of its own
+            parts.append((gap, count(gap)))
+            seps.append("\n")
+        elif parts:
+            seps.append("\n" + "".join(line + "\n" for line in lines[position : block.start]))
+        elif block.start > 0:
+            sep = gap + "\n"
+        parts.append(("\n".join(lines[block.start : block.end]), block.tokens))
+        position = block.end
+    tail = "".join("\n" + line for line in lines[position:])
+    total = count_joined(parts, seps, count)
+    if total is None or (tail and not joinable(tail)):
+        return count("\n".join(lines))
+    if tail:  # blank lines at the end of the page
+        last_text, last_tokens = parts[-1]
+        total += count_with_sep(last_text, last_tokens, tail, count) - last_tokens
+    return total + (count(sep) if sep else 0)  # blank lines at the start
+
+
+def _join_groups(groups: list[list[Unit]], count: Count) -> tuple[list[str], list[int]]:
+    joined = [join_units(group, count) for group in groups]
+    return [text for text, _ in joined], [tokens for _, tokens in joined]
 
 
 def _by_section(units: list[Unit]) -> list[list[Unit]]:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from firechunk.chunker.blocks import CODE, LIST, TABLE, Block
+from firechunk.chunker.blocks import CODE, LIST, TABLE, Block, parse_blocks
 
 Count = Callable[[str], int]
 
@@ -41,7 +41,7 @@ class Budget:
 def split_block(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
     """Pieces of `block`, each within budget; the block itself when it fits."""
     text = "\n".join(lines[block.start : block.end])
-    tokens = count(text)
+    tokens = block.tokens if block.tokens >= 0 else count(text)
     if tokens <= budget.first:
         return [Piece(text, tokens, block.start, block.end)]
     if block.kind == CODE and block.fence:
@@ -143,8 +143,44 @@ def _split_list(block: Block, lines: list[str], budget: Budget, count: Count) ->
             end -= 1
         item = Block(kind="item", start=start, end=end)
         item_budget = Budget(budget.at(len(pieces)), budget.rest)
-        pieces.extend(split_block(item, lines, item_budget, count))
+        pieces.extend(_split_item(item, lines, item_budget, count))
     return pieces
+
+
+def _split_item(item: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+    """A list item over budget is cut between the blocks it holds (paragraphs, code, nested
+    lists), each by its own grain: a code block in a step is kept whole, or re-fenced."""
+    text = "\n".join(lines[item.start : item.end])
+    tokens = count(text)
+    if tokens <= budget.first:
+        return [Piece(text, tokens, item.start, item.end)]
+    inner = _item_blocks(item, lines)
+    if len(inner) <= 1 and not any(block.kind == CODE for block in inner):
+        return split_text(text, item.start, budget, count)
+    pieces: list[Piece] = []
+    for block in inner:
+        pieces.extend(split_block(block, lines, Budget(budget.at(len(pieces)), budget.rest), count))
+    return pieces
+
+
+_ITEM_MARKER = re.compile(r"^(\s*(?:[-+*]|\d{1,9}[.)]))( {1,4})(?=\S)")
+
+
+def _item_blocks(item: Block, lines: list[str]) -> list[Block]:
+    """The blocks inside a list item, found by parsing its lines with the item's marker
+    and indentation taken off; their spans index the page lines."""
+    marker = _ITEM_MARKER.match(lines[item.start])
+    width = len(marker.group(0)) if marker else 0
+    own = lines[item.start : item.end]
+    dedented = [own[0][width:]] + [
+        line[min(width, len(line) - len(line.lstrip(" "))) :] for line in own[1:]
+    ]
+    blocks = parse_blocks(dedented)
+    for block in blocks:
+        block.start += item.start
+        block.end += item.start
+        block.items = tuple(i + item.start for i in block.items)
+    return blocks
 
 
 _SEPARATORS: tuple[tuple[str, re.Pattern[str]], ...] = (

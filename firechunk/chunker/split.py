@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from firechunk.chunker.blocks import CODE, HEADING, Block
+from firechunk.chunker.joincount import count_joined, count_with_sep
 from firechunk.chunker.pieces import Budget, Count, Piece, split_block
 from firechunk.chunker.sections import HeadingPath, Section
 
@@ -64,8 +65,7 @@ def _units_of_block(
     limits: Limits,
     count: Count,
 ) -> list[Unit]:
-    heading_text = "\n\n".join("\n".join(lines[h.start : h.end]) for h in stacked)
-    heading_tokens = count(heading_text) + 1 if stacked else 0
+    heading_text, heading_tokens = _stacked_headings(stacked, lines, count)
     units: list[Unit] = []
     if stacked and not _room_for(block, heading_tokens, lines, limits, count):
         units.append(_headings_unit(stacked, path, lines, count, section.h1_ordinal))
@@ -80,6 +80,18 @@ def _units_of_block(
             unit.opens_with_heading = True
         units.append(unit)
     return units
+
+
+def _stacked_headings(stacked: list[Block], lines: list[str], count: Count) -> tuple[str, int]:
+    """The heading lines to put on top of a block, and their exact tokens with the blank
+    line that separates them from the block (0 when there are none)."""
+    if not stacked:
+        return "", 0
+    parts = [("\n".join(lines[h.start : h.end]), h.tokens) for h in stacked]
+    parts = [(text, tokens if tokens >= 0 else count(text)) for text, tokens in parts]
+    text = "\n\n".join(part for part, _ in parts)
+    tokens = count_joined(parts, ["\n\n"] * (len(parts) - 1), count)
+    return text, count_with_sep(text, tokens, "\n\n", count)
 
 
 def _room_for(
