@@ -160,6 +160,21 @@ def test_batch_appended_but_not_committed_is_dropped_and_downloaded_again(tmp_pa
     assert fetched == cursors[:-1]  # went on from the saved cursor: batch 1 not fetched again
 
 
+def test_an_empty_result_page_ends_the_download_even_with_a_next_link(tmp_path):
+    pages = served_pages()
+    answers = {
+        None: StatusPage("completed", len(pages), len(pages), 0, "next?skip=2", pages[:2]),
+        "next?skip=2": StatusPage("completed", len(pages), len(pages), 0, "next?skip=9", []),
+    }
+    state = CrawlJobState(
+        name="t", api_version="v2", api_url="x", target=TARGET, job_id="j", status="downloading"
+    )
+    log = PageLog(tmp_path / "pages.jsonl")
+    download_results(state, log, lambda: answers[None], answers.get, lambda s: None, print)
+    assert state.status == "downloaded" and state.cursor is None
+    assert read_pages(log.path) == pages[:2]  # the runner's count check then reports the gap
+
+
 def test_page_log_shorter_than_the_state_says_is_refused(tmp_path):
     log = PageLog(tmp_path / "pages.jsonl")
     log.append([{"markdown": "a", "metadata": {}}])

@@ -67,8 +67,6 @@ def check_result_page(page: StatusPage, cursor: str | None) -> None:
         raise DownloadError(f"{where}: the job is '{page.status}' again while its results are read")
     if page.next and page.next == cursor:
         raise DownloadError(f"{where}: the page's `next` link points back at itself")
-    if page.next and not page.pages:
-        raise DownloadError(f"{where}: an empty result page that still has a `next` link")
 
 
 def download_results(
@@ -83,7 +81,9 @@ def download_results(
     """Follow `next` from the saved cursor to the last result page, committing each batch.
 
     `first_page` is the final status answer of the poll, which already carries the first
-    result page; it is used only when nothing has been saved yet.
+    result page; it is used only when nothing has been saved yet. An empty page ends the
+    download even if it has a `next` link, as in both firecrawl-py clients; the count
+    check against `total` that follows tells whether pages are missing.
     """
     log.cut_back_to(state.saved_bytes)
     page = first_page if state.cursor is None and state.pages_saved == 0 else None
@@ -91,13 +91,14 @@ def download_results(
         if page is None:
             page = fetch_first() if state.cursor is None else fetch_next(state.cursor)
         check_result_page(page, state.cursor)
+        last = not page.next or not page.pages
         state.saved_bytes = log.append(page.pages)
         state.pages_saved += len(page.pages)
-        state.cursor = page.next
-        if not page.next:
+        state.cursor = None if last else page.next
+        if last:
             state.status = "downloaded"
         save(state)
         report(f"saved {state.pages_saved}/{state.total} pages")
-        if not page.next:
+        if last:
             return
         page = None

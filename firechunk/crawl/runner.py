@@ -153,8 +153,8 @@ class _CrawlRun:
                 download_results(
                     state,
                     PageLog(self.paths.pages_file(_job_id(state))),
-                    fetch_first=lambda: self._call(api.first_page, _job_id(state)),
-                    fetch_next=lambda cursor: self._call(api.next_page, cursor),
+                    fetch_first=lambda: self._call("result page", api.first_page, _job_id(state)),
+                    fetch_next=lambda cursor: self._call("result page", api.next_page, cursor),
                     save=self._save,
                     report=self.report,
                     first_page=last,
@@ -188,7 +188,9 @@ class _CrawlRun:
         )
         self._save(state)  # status "starting": a death during the call is seen on rerun
         try:
-            job_id = self._call(api.start, self.target, should_retry=never_reached_firecrawl)
+            job_id = self._call(
+                "start call", api.start, self.target, should_retry=never_reached_firecrawl
+            )
         except Exception as error:
             raise self._start_failure(state, replacing, error) from error
         state.job_id = check_safe_name(job_id, "Firecrawl job id")
@@ -220,7 +222,7 @@ class _CrawlRun:
             None if self.settings.max_wait is None else time.monotonic() + self.settings.max_wait
         )
         while True:
-            page = self._call(api.first_page, _job_id(state))
+            page = self._call("status poll", api.first_page, _job_id(state))
             state.firecrawl_status = page.status
             state.completed, state.total = page.completed, page.total
             state.credits_used = page.credits_used
@@ -294,7 +296,7 @@ class _CrawlRun:
             return
         try:
             api = self._api(old.api_version, old.api_url)
-            self._call(api.cancel, old.job_id)
+            self._call("cancel call", api.cancel, old.job_id)
             self.report(f"cancelled the job it replaces, {old.job_id}")
         except Exception as error:
             self.report(f"could not cancel the replaced job {old.job_id}: {describe(error)}")
@@ -311,11 +313,12 @@ class _CrawlRun:
 
     def _call(
         self,
+        what: str,
         function: Callable[..., T],
         *args: Any,
         should_retry: Callable[[BaseException], bool] = is_transient,
     ) -> T:
-        what = getattr(function, "__name__", "Firecrawl call").replace("_", " ")
+        """Call Firecrawl under the retry policy; `what` names the call in retry reports."""
         return retrying(self.settings.retry, should_retry, self.report, what)(function, *args)
 
     def _save(self, state: CrawlJobState) -> None:
