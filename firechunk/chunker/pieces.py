@@ -48,7 +48,7 @@ def split_block(block: Block, lines: list[str], budget: Budget, count: Count) ->
         return _split_fenced(block, lines, budget, count)
     if block.kind == TABLE:
         return _split_table(block, lines, budget, count)
-    if block.kind == LIST and len(block.items) > 1:
+    if block.kind == LIST and block.items:
         return _split_list(block, lines, budget, count)
     return split_text(text, block.start, budget, count)
 
