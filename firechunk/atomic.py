@@ -19,6 +19,7 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp_name, 0o644)  # mkstemp makes it private; outputs are for readers
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)

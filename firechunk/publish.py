@@ -23,7 +23,7 @@ from firechunk.outputs import write_run_outputs
 from firechunk.validation import SUITES_DIR, validate_run
 from schemas.publish import PublishResult, RunStatus
 from schemas.report import ChunkRun
-from schemas.validation import ExpectationOutcome
+from schemas.validation import ExpectationOutcome, ValidationOutcome
 
 RUNS_DIR = "runs"
 LATEST = "latest"
@@ -45,6 +45,22 @@ def build_and_publish(
     """
     data_dir = Path(data_dir)
     run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
+    outcome = build_and_validate(run, run_dir, run_id, suites_dir=suites_dir)
+    if outcome.success:
+        switch_latest(data_dir, run_dir)
+    return PublishResult(
+        run_id=run_id,
+        run_dir=run_dir,
+        published=outcome.success,
+        latest=data_dir / LATEST,
+        validation=outcome,
+    )
+
+
+def build_and_validate(
+    run: ChunkRun, run_dir: Path, run_id: str, *, suites_dir: Path = SUITES_DIR
+) -> ValidationOutcome:
+    """Write `run` into `run_dir`, validate it and record the verdict in its `status.json`."""
     try:
         write_run_outputs(run, run_dir)
         outcome = validate_run(run, run_dir, suites_dir=suites_dir, run_id=run_id)
@@ -60,15 +76,7 @@ def build_and_publish(
             failed_expectations=[f"{item.suite}/{item.name}" for item in outcome.failed],
         ),
     )
-    if outcome.success:
-        switch_latest(data_dir, run_dir)
-    return PublishResult(
-        run_id=run_id,
-        run_dir=run_dir,
-        published=outcome.success,
-        latest=data_dir / LATEST,
-        validation=outcome,
-    )
+    return outcome
 
 
 def write_status(run_dir: Path, status: RunStatus) -> Path:

@@ -31,9 +31,27 @@ def sample_run(tmp_path_factory) -> Path:
     return out
 
 
-def test_writes_the_three_files_and_no_temporaries(sample_run: Path):
+def test_writes_the_run_files_and_no_temporaries(sample_run: Path):
     names = sorted(p.name for p in sample_run.iterdir())
-    assert names == ["chunks.json", "quarantine.jsonl", "report.json"]
+    assert names == [
+        "chunks.json",
+        "chunks.parquet",
+        "pages.parquet",
+        "quarantine.jsonl",
+        "report.json",
+        "status.json",
+        "validation",
+    ]
+    assert json.loads((sample_run / "status.json").read_text())["status"] == "passed"
+
+
+def test_publishes_into_the_data_dir(tmp_path: Path):
+    result = run_cli("chunk", str(SAMPLE), "--data-dir", str(tmp_path), "--workers", "1")
+    assert result.returncode == 0, result.stderr
+    latest = tmp_path / "latest"
+    assert latest.is_symlink()
+    assert (latest / "chunks.json").is_file()
+    assert "published" in result.stderr
 
 
 def test_chunks_have_the_fixed_structure(sample_run: Path):

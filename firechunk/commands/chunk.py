@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from firechunk.atomic import write_json, write_jsonl
 from firechunk.crawlfile import CrawlFileError, read_crawl
 from firechunk.pipeline import chunk_crawl
+from firechunk.publish import build_and_publish, build_and_validate, format_result
 from firechunk.tokens import DEFAULT_ENCODING
 from schemas.report import ChunkRun
 
@@ -22,13 +22,24 @@ def chunk(
     crawl_file: Annotated[
         Path, typer.Argument(help="Crawl result JSON (Firecrawl's crawl shape).")
     ],
-    out: Annotated[Path, typer.Option(help="Directory for the chunks, quarantine and report.")],
+    data_dir: Annotated[
+        Path,
+        typer.Option(envvar="FIRECHUNK_DATA_DIR", help="Data root: runs go to runs/<run-id>/."),
+    ] = Path("data"),
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write the run here instead, validated but never published."),
+    ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes for chunking.")] = 2,
     encoding: Annotated[str, typer.Option(help="tiktoken encoding that counts tokens.")] = (
         DEFAULT_ENCODING
     ),
 ) -> None:
-    """Chunk every page of CRAWL_FILE and write the chunks, the quarantine and a report."""
+    """Chunk every page of CRAWL_FILE, validate the chunks, and publish them as data/latest.
+
+    A run that fails validation is kept in data/runs/ marked failed, data/latest is left
+    as it was, and the command exits with status 1.
+    """
     try:
         crawl = read_crawl(crawl_file)
     except CrawlFileError as error:
@@ -40,15 +51,21 @@ def chunk(
             crawl, workers=workers, encoding=encoding, progress=lambda n: bar.advance(task, n)
         )
         bar.update(task, completed=len(crawl.data))
-    write_run_files(run, out)
-    _summary(run, out)
-
-
-def write_run_files(run: ChunkRun, out: Path) -> None:
-    """The three files of a chunking run, each written atomically."""
-    write_json(out / "chunks.json", [chunk.to_json() for chunk in run.chunks])
-    write_jsonl(out / "quarantine.jsonl", (record.model_dump() for record in run.quarantine))
-    write_json(out / "report.json", run.report.model_dump(mode="json"))
+    _summary(run)
+    console.print("validating with Great Expectations…")
+    if out is None:
+        result = build_and_publish(run, data_dir)
+        console.print(format_result(result))
+        passed = result.published
+    else:
+        outcome = build_and_validate(run, out, out.name)
+        console.print(
+            f"{outcome.successful_expectations}/{outcome.evaluated_expectations} "
+            f"expectations passed; outputs in {out}/"
+        )
+        passed = outcome.success
+    if not passed:
+        raise typer.Exit(code=1)
 
 
 def _progress() -> Progress:
@@ -62,7 +79,7 @@ def _progress() -> Progress:
     )
 
 
-def _summary(run: ChunkRun, out: Path) -> None:
+def _summary(run: ChunkRun) -> None:
     report = run.report
     console.print(
         f"{report.pages_in} pages in: {report.pages_chunked} chunked, "
@@ -73,4 +90,3 @@ def _summary(run: ChunkRun, out: Path) -> None:
     )
     for record in run.quarantine:
         console.print(f"[yellow]quarantined[/yellow] {record.url}: {record.reason} {record.detail}")
-    console.print(f"outputs in {out}/")
