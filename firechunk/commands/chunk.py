@@ -11,7 +11,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from firechunk.crawlfile import CrawlFileError, read_crawl
 from firechunk.pipeline import chunk_crawl
-from firechunk.publish import build_and_publish, build_and_validate, format_result
 from firechunk.tokens import DEFAULT_ENCODING
 from schemas.report import ChunkRun
 
@@ -53,6 +52,8 @@ def chunk(
         bar.update(task, completed=len(crawl.data))
     _summary(run)
     console.print("validating with Great Expectations…")
+    from firechunk.publish import build_and_publish, build_and_validate, format_result  # slow: GX
+
     if out is None:
         result = build_and_publish(run, data_dir)
         console.print(format_result(result))
