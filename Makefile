@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/firechunk chunk data/sample/crawl.json --out data/runs/demo
+	$(BIN)/firechunk chunk data/sample/crawl.json --data-dir data
+	@echo "outputs: data/latest/ (chunks.json, chunks.parquet, pages.parquet, report.json, validation/)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
