@@ -9,11 +9,11 @@ those of `a + sep` followed by those of `b`. For the same reason `a + sep` diffe
 
     count(a + sep + b) = count(a) + [count(tail + sep) - count(tail)] + count(b)
 
-where `tail` is the end of `a` that a separator can change: nothing after a letter or
-digit, the closing run of punctuation otherwise. Two counts of a few characters, mostly
-cached, replace a pass over the whole text. The
-chunker counts every block once and derives chunk and page
-counts from these; the tests recount every chunk to hold this to account.
+when `b`'s first line is not blank, where `tail` is the end of `a` that a separator can
+change: nothing after a letter or digit, the closing run of punctuation otherwise. Two
+counts of a few characters, mostly cached, replace a pass over the whole text. The
+chunker counts every block once and derives chunk and page counts from these; the tests
+recount every chunk to hold this to account.
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ def _delta(count: Count, tail: str, sep: str) -> int:
     return count(tail + sep) - count(tail)
 
 
+def _starts_with_text(text: str) -> bool:
+    """The first line has something besides white space."""
+    return bool(text[: text.find("\n") if "\n" in text else len(text)].strip())
+
+
 def _tail(text: str) -> str | None:
     """The end of `text` whose pre-tokens change when a separator follows.
 
@@ -67,7 +72,18 @@ def count_joined(parts: list[tuple[str, int]], seps: list[str], count: Count) ->
     (the caller then counts the joined text itself)."""
     if not all(joinable(sep) for sep in seps):
         return None
+    if not all(_opens_with_text(text) for text, _ in parts[1:]):
+        return None
+    if not all(_starts_with_text(text) for text, _ in parts[1:]):
+        return None  # leading white space would run into the separator's pre-token
     total = parts[-1][1]
     for (text, tokens), sep in zip(parts, seps, strict=False):
         total += count_with_sep(text, tokens, sep, count)
     return total
+
+
+def _opens_with_text(text: str) -> bool:
+    """Whether `text` may follow a separator in the identity: a first line of white space
+    only (a blank-looking line mistletoe reads as indented code) would run the separator's
+    newlines and its own into one pre-token."""
+    return bool(text.split("\n", 1)[0].strip())
