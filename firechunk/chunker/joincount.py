@@ -72,18 +72,9 @@ def count_joined(parts: list[tuple[str, int]], seps: list[str], count: Count) ->
     (the caller then counts the joined text itself)."""
     if not all(joinable(sep) for sep in seps):
         return None
-    if not all(_opens_with_text(text) for text, _ in parts[1:]):
-        return None
     if not all(_starts_with_text(text) for text, _ in parts[1:]):
         return None  # leading white space would run into the separator's pre-token
     total = parts[-1][1]
     for (text, tokens), sep in zip(parts, seps, strict=False):
         total += count_with_sep(text, tokens, sep, count)
     return total
-
-
-def _opens_with_text(text: str) -> bool:
-    """Whether `text` may follow a separator in the identity: a first line of white space
-    only (a blank-looking line mistletoe reads as indented code) would run the separator's
-    newlines and its own into one pre-token."""
-    return bool(text.split("\n", 1)[0].strip())
