@@ -86,13 +86,18 @@ def chunk_crawl(
 ) -> ChunkRun:
     started = time.perf_counter()
     options = options or ChunkerOptions()
-    inputs = [
-        PageInput(i, page.url, page.metadata.title or page.url, page.markdown)
-        for i, page in enumerate(crawl.data)
-    ]
+    inputs = page_inputs(crawl)
     plan = AliasPlan.from_inputs(inputs)
     outcomes = run_batches(plan.to_chunk, workers, encoding, options, progress)
     return assemble(inputs, plan, outcomes, encoding, options, started)
+
+
+def page_inputs(crawl: CrawlResult) -> list[PageInput]:
+    """The crawl's pages as the chunker takes them, numbered in crawl order."""
+    return [
+        PageInput(i, page.url, page.metadata.title or page.url, page.markdown)
+        for i, page in enumerate(crawl.data)
+    ]
 
 
 def run_batches(
