@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from mistletoe import block_token, span_token
 
+from firechunk.chunker.cleanup import closes_fence, opening_fence
+
 HEADING, PARAGRAPH, CODE, TABLE, LIST, QUOTE, RULE, OTHER = (
     "heading",
     "paragraph",
@@ -71,17 +73,40 @@ def _raw_text(content: str) -> list[span_token.RawText]:
 
 def parse_blocks(lines: list[str]) -> list[Block]:
     """Split markdown lines into top-level blocks covering every non-blank line."""
+    skeleton, rows = _skeleton(lines)
     with _block_level_only():
-        document = block_token.Document(lines)
+        document = block_token.Document(skeleton)
     tokens = list(document.children)
-    starts = [token.line_number - 1 for token in tokens]
+    starts = [rows[token.line_number - 1] for token in tokens]
     blocks = []
     for index, token in enumerate(tokens):
         start = starts[index]
         limit = starts[index + 1] if index + 1 < len(tokens) else len(lines)
         end = _trim_blank_tail(lines, start, limit)
-        blocks.append(_make_block(token, lines, start, end))
+        if any(line.strip() for line in lines[start:end]):  # a tab-only line parses as code
+            blocks.append(_make_block(token, lines, start, end, rows))
     return blocks
+
+
+def _skeleton(lines: list[str]) -> tuple[list[str], list[int]]:
+    """The lines without the bodies of fenced code blocks, and where each line came from.
+
+    A code body is opaque to the block structure, and parsing it line by line is a third
+    of mistletoe's time on docs pages; spans are mapped back to the full lines.
+    """
+    skeleton: list[str] = []
+    rows: list[int] = []
+    fence: str | None = None
+    for row, line in enumerate(lines):
+        if fence is None:
+            fence = opening_fence(line)
+        elif closes_fence(line, fence):
+            fence = None
+        else:
+            continue
+        skeleton.append(line)
+        rows.append(row)
+    return skeleton, rows
 
 
 def _trim_blank_tail(lines: list[str], start: int, end: int) -> int:
@@ -90,7 +115,7 @@ def _trim_blank_tail(lines: list[str], start: int, end: int) -> int:
     return end
 
 
-def _make_block(token, lines: list[str], start: int, end: int) -> Block:
+def _make_block(token, lines: list[str], start: int, end: int, rows: list[int]) -> Block:
     kind = _KINDS.get(type(token).__name__, OTHER)
     block = Block(kind=kind, start=start, end=end)
     if kind == HEADING:
@@ -99,7 +124,7 @@ def _make_block(token, lines: list[str], start: int, end: int) -> Block:
     elif kind == CODE and type(token).__name__ == "CodeFence":
         block.fence = lines[start].strip()
     elif kind == LIST:
-        block.items = tuple(item.line_number - 1 for item in token.children)
+        block.items = tuple(rows[item.line_number - 1] for item in token.children)
     return block
 
 

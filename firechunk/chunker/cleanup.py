@@ -76,13 +76,13 @@ def clean_markdown(markdown: str, options: CleanupOptions | None = None) -> Clea
         line = raw[i]
         if fence is not None:
             _keep(page, line, i)
-            if _closes(line, fence):
+            if closes_fence(line, fence):
                 fence = None
             i += 1
             continue
-        opened = _FENCE_OPEN.match(line)
-        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
-            fence = opened.group(1)
+        opened = opening_fence(line)
+        if opened:
+            fence = opened
             _keep(page, line, i)
             i += 1
             continue
@@ -108,7 +108,15 @@ def _keep(page: CleanedPage, line: str, index: int) -> None:
     page.source_lines.append(index + 1)
 
 
-def _closes(line: str, fence: str) -> bool:
+def opening_fence(line: str) -> str | None:
+    """The fence (```` ``` ```` or ``~~~``, any length) a line opens, if it opens one."""
+    opened = _FENCE_OPEN.match(line)
+    if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+        return opened.group(1)
+    return None
+
+
+def closes_fence(line: str, fence: str) -> bool:
     stripped = line.strip()
     return (
         len(line) - len(line.lstrip(" ")) <= 3
