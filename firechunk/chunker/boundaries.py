@@ -72,7 +72,11 @@ def enforce_hard_limit(
             out.append(group)
         elif len(group) > 1:
             tighter = Limits(limits.soft, limits.hard - 2 * len(group), limits.min_tokens)
-            out.extend(pack_section(group, tighter))
+            repacked = pack_section(group, tighter)
+            if len(repacked) == 1:  # the estimate still fits: halve, so the loop ends
+                middle = len(group) // 2
+                repacked = [group[:middle], group[middle:]]
+            out.extend(repacked)
         else:
             out.extend([[piece] for piece in _resplit(group[0], limits, count)])
     return out
