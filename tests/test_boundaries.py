@@ -1,0 +1,188 @@
+"""Pass 3 (rule 2): small fragments merged within their H1 section, headings stacked onto
+the content that follows, no header-only chunk, and H1 intro content as its own chunk."""
+
+from __future__ import annotations
+
+from firechunk.chunker.blocks import HEADING, parse_blocks
+from firechunk.chunker.boundaries import attach_lone_headings, enforce_hard_limit, merge_small
+from firechunk.chunker.split import Limits, Unit
+from tests.chunk_helpers import chunk_one, count, sentences
+
+LIMITS = Limits()
+
+
+def unit(tokens: int, ordinal: int = 0, *, headings_only: bool = False, name: str = "") -> Unit:
+    """A unit standing for `tokens` tokens of text (the text is only a label here)."""
+    return Unit(name or f"u{tokens}", tokens, 0, 1, (), ordinal, headings_only=headings_only)
+
+
+def names(groups: list[list[Unit]]) -> list[list[str]]:
+    return [[u.text for u in group] for group in groups]
+
+
+def is_header_only(text: str) -> bool:
+    return all(block.kind == HEADING for block in parse_blocks(text.split("\n")))
+
+
+# -- merge_small ----------------------------------------------------------------------
+
+
+def test_a_fragment_merges_with_the_smaller_neighbour():
+    groups = [[unit(500, name="big")], [unit(30, name="small")], [unit(200, name="mid")]]
+    assert names(merge_small(groups, LIMITS)) == [["big"], ["small", "mid"]]
+
+
+def test_a_fragment_never_merges_across_h1_sections():
+    groups = [[unit(300, 0, name="a")], [unit(30, 1, name="b")], [unit(300, 2, name="c")]]
+    assert names(merge_small(groups, LIMITS)) == [["a"], ["b"], ["c"]]
+
+
+def test_a_merge_may_not_pass_the_hard_limit():
+    groups = [[unit(980, name="full")], [unit(30, name="small")]]
+    assert names(merge_small(groups, LIMITS)) == [["full"], ["small"]]
+
+
+def test_merged_fragments_keep_merging_until_they_are_big_enough():
+    groups = [[unit(20, name=f"f{i}")] for i in range(6)]
+    merged = merge_small(groups, LIMITS)
+    assert len(merged) == 1
+    assert [u.text for u in merged[0]] == [f"f{i}" for i in range(6)]  # page order kept
+
+
+def test_fragments_at_or_over_the_minimum_stay_alone():
+    groups = [[unit(100, name="a")], [unit(100, name="b")]]
+    assert names(merge_small(groups, LIMITS)) == [["a"], ["b"]]
+
+
+# -- attach_lone_headings -------------------------------------------------------------
+
+
+def test_a_chunk_of_headings_only_joins_the_previous_chunk():
+    groups = [[unit(300, name="text")], [unit(5, headings_only=True, name="## End")]]
+    assert names(attach_lone_headings(groups, LIMITS)) == [["text", "## End"]]
+
+
+def test_headings_at_the_start_take_the_next_chunk():
+    groups = [[unit(5, headings_only=True, name="# T")], [unit(300, name="text")]]
+    assert names(attach_lone_headings(groups, LIMITS)) == [["# T", "text"]]
+
+
+# -- enforce_hard_limit ---------------------------------------------------------------
+
+
+def test_groups_within_the_hard_limit_are_left_alone():
+    groups = [[unit(300)], [unit(400)]]
+    assert enforce_hard_limit(groups, ["a", "b"], [300, 400], LIMITS, count) is None
+
+
+def test_a_group_found_over_the_hard_limit_is_packed_again():
+    # The packer's estimate said 991; the exact count came out at 1003. Even when the
+    # estimate fits the tighter re-pack, the group must come apart, or chunk_page's
+    # re-pack loop would never end.
+    groups = [[unit(495, name="a"), unit(495, name="b")]]
+    repacked = enforce_hard_limit(groups, ["a\n\nb"], [1003], LIMITS, count)
+    assert names(repacked) == [["a"], ["b"]]
+
+
+def test_a_single_unit_over_the_hard_limit_is_cut_as_text():
+    text = sentences(1500, 4)
+    over = Unit(text, count(text), 0, 1, ((1, "T"),), 0)
+    repacked = enforce_hard_limit([[over]], [text], [count(text)], LIMITS, count)
+    assert len(repacked) >= 2
+    assert all(len(group) == 1 and group[0].tokens <= 1000 for group in repacked)
+    assert " ".join(group[0].text for group in repacked) == text
+    assert all(group[0].path == ((1, "T"),) for group in repacked)
+
+
+# -- through chunk_page ---------------------------------------------------------------
+
+
+def test_small_h2_section_merges_into_its_neighbour_with_its_heading_line():
+    small = sentences(30, 2, "s")
+    markdown = (
+        f"# T\n\n## A\n\n{sentences(500, 1, 'a')}\n\n## S\n\n{small}"
+        f"\n\n## C\n\n{sentences(200, 3, 'c')}"
+    )
+    chunks = chunk_one(markdown).chunks
+    holder = next(c for c in chunks if small in c.text)
+    assert holder.text.startswith("## S\n\n")  # joined the smaller neighbour, C
+    assert "## C" in holder.text and "## A" not in holder.text
+    assert (holder.h1, holder.h2) == ("T", "S")
+
+
+def test_small_section_at_the_end_of_an_h1_stays_apart_from_the_next_h1():
+    small = sentences(30, 2, "s")
+    markdown = (
+        f"# T\n\n## A\n\n{sentences(960, 1, 'a')}\n\n## S\n\n{small}"
+        f"\n\n# Other\n\n{sentences(200, 3, 'c')}"
+    )
+    chunks = chunk_one(markdown).chunks
+    holder = next(c for c in chunks if small in c.text)
+    assert holder.tokens < 100  # the A chunk is too full and Other is another H1
+    assert "# Other" not in holder.text
+
+
+def test_headings_without_content_stack_onto_the_content_that_follows():
+    markdown = f"# T\n\n## B\n\n### C\n\n{sentences(200, 3)}"
+    [chunk] = chunk_one(markdown).chunks
+    assert chunk.text.startswith("# T\n\n## B\n\n### C\n\nThe ")
+    assert chunk.breadcrumb == ["T", "B", "C"]
+
+
+def test_trailing_headings_join_the_last_chunk_instead_of_standing_alone():
+    markdown = f"# T\n\n{sentences(150, 1)}\n\n## Trailing\n\n### Also empty"
+    chunks = chunk_one(markdown).chunks
+    assert len(chunks) == 1
+    assert chunks[0].text.endswith("## Trailing\n\n### Also empty")
+
+
+def test_no_chunk_is_headings_only_even_between_big_sections():
+    markdown = (
+        f"# T\n\n## A\n\n{sentences(900, 1, 'a')}\n\n## Empty one\n\n## Empty two"
+        f"\n\n## B\n\n{sentences(900, 2, 'b')}"
+    )
+    chunks = chunk_one(markdown).chunks
+    assert not any(is_header_only(c.text) for c in chunks)
+    holder = next(c for c in chunks if "## Empty two" in c.text)
+    assert "## Empty one" in holder.text
+
+
+def test_h1_intro_with_content_starts_its_own_chunk():
+    intro = sentences(150, 1, "i")
+    markdown = f"# T\n\n{intro}\n\n## B\n\n{sentences(200, 2, 'b')}"
+    chunks = chunk_one(markdown).chunks
+    assert [c.text.split("\n")[0] for c in chunks] == ["# T", "## B"]
+    assert chunks[0].text == f"# T\n\n{intro}"
+    assert (chunks[0].h1, chunks[0].h2) == ("T", None)
+
+
+def test_small_h1_intro_still_merges_with_the_first_section():
+    intro = sentences(30, 1, "i")
+    markdown = f"# T\n\n{intro}\n\n## B\n\n{sentences(200, 2, 'b')}"
+    [chunk] = chunk_one(markdown).chunks
+    assert chunk.text.startswith(f"# T\n\n{intro}\n\n## B\n\n")
+    assert (chunk.h1, chunk.h2) == ("T", None)  # in force at the first content line
+
+
+def test_h1_without_intro_stacks_onto_the_first_h2():
+    markdown = f"# T\n\n## B\n\n{sentences(200, 2)}"
+    [chunk] = chunk_one(markdown).chunks
+    assert chunk.text.startswith("# T\n\n## B\n\n")
+    assert (chunk.h1, chunk.h2) == ("T", "B")
+
+
+def test_headings_stay_apart_from_code_they_would_push_over_the_limit():
+    code_lines = [f"row_{i} = lookup('key number {i}')" for i in range(85)]
+    code_lines.append("note = ''")
+    while count("```\n" + "\n".join(code_lines) + "\n```") < 999:  # fill up, word by word
+        code_lines[-1] = code_lines[-1][:-1] + " word'"
+    code = "```\n" + "\n".join(code_lines) + "\n```"
+    assert count(code) <= 1000
+    assert count(f"## Code\n\n{code}") > 1000  # fits alone, not under its heading
+    markdown = f"# T\n\n{sentences(200, 1)}\n\n## Code\n\n{code}"
+    chunks = chunk_one(markdown).chunks
+    assert [code in c.text for c in chunks] == [False, True]
+    assert chunks[0].text.endswith("## Code")  # the heading went back to the text before
+    assert chunks[1].text == code
+    assert (chunks[1].h1, chunks[1].h2) == ("T", "Code")
+    assert all(c.tokens <= 1000 for c in chunks)
