@@ -11,8 +11,9 @@ import re
 
 from firechunk.tokens import TokenCounter
 
-_ATX_LINE = re.compile(r"^ {0,3}#{1,6}\s+\S.*$", re.M)
+_ATX_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]+\S.*$", re.M)
 _SETEXT_LINE = re.compile(r"^(\S.*)\n {0,3}(=+|-+)[ \t]*$", re.M)
+_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*$", re.M)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -22,7 +23,7 @@ def overlap_text(
 ) -> str:
     heading = _last_heading(previous_text) or heading_in_force or ""
     sentence = last_sentence(previous_text)
-    if sentence == heading or _ATX_LINE.fullmatch(sentence):
+    if sentence == heading:
         sentence = ""
     budget = limit - (counter.count(heading) + 2 if heading else 0)
     if budget < 10:  # a heading too long to leave room: keep the sentence alone
@@ -32,6 +33,7 @@ def overlap_text(
 
 
 def _last_heading(text: str) -> str | None:
+    text = _without_code(text)  # a "# comment" in a shell sample is no heading
     atx = list(_ATX_LINE.finditer(text))
     setext = list(_SETEXT_LINE.finditer(text))
     candidates = [(m.start(), m.group(0).strip()) for m in atx]
@@ -48,10 +50,39 @@ def last_sentence(text: str) -> str:
     body = _FENCE_LINE.sub("", text).strip()
     if not body:
         return ""
-    blocks = [" ".join(block.split()) for block in re.split(r"\n\s*\n", body)]
+    blocks = [
+        " ".join(block.split())
+        for block in re.split(r"\n\s*\n", body)
+        if not _is_heading(block.strip())  # headings are carried apart, not as sentences
+    ]
+    if not blocks:
+        return ""
     flat = next((block for block in reversed(blocks) if len(block.split()) >= 3), blocks[-1])
     sentences = [s for s in _SENTENCE_END.split(flat) if s]
     return sentences[-1] if sentences else flat
+
+
+def _is_heading(block: str) -> bool:
+    lines = block.split("\n")
+    return bool(_ATX_LINE.fullmatch(block)) or (
+        len(lines) >= 2 and bool(_UNDERLINE.fullmatch(lines[-1]))
+    )
+
+
+def _without_code(text: str) -> str:
+    """The text with the lines of fenced code blanked (line positions kept)."""
+    lines, fence = [], None
+    for line in text.split("\n"):
+        opened = _FENCE_LINE.match(line)
+        if fence is None and opened:
+            fence = opened.group(1)
+        elif fence is not None and line.strip().startswith(fence) and not line.strip(fence[0]):
+            fence = None
+        elif fence is None:
+            lines.append(line)
+            continue
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _tail_within(text: str, limit: int, counter: TokenCounter) -> str:
