@@ -11,7 +11,8 @@ units were built (`pieces.py`).
 
 from __future__ import annotations
 
-from firechunk.chunker.pieces import Budget, Count, split_text
+from firechunk.chunker.blocks import parse_blocks
+from firechunk.chunker.pieces import Budget, Count, Piece, split_block, split_text
 from firechunk.chunker.split import Limits, Unit, estimate, pack_section
 
 Group = list[Unit]
@@ -70,20 +71,60 @@ def enforce_hard_limit(
     for group, n in zip(groups, tokens, strict=True):
         if n <= limits.hard:
             out.append(group)
+        elif _trailing_headings(group):
+            out.extend(_cut_before_headings(group, limits, count))
         elif len(group) > 1:
-            tighter = Limits(limits.soft, limits.hard - 2 * len(group), limits.min_tokens)
-            repacked = pack_section(group, tighter)
-            if len(repacked) == 1:  # the estimate still fits: halve, so the loop ends
-                middle = len(group) // 2
-                repacked = [group[:middle], group[middle:]]
-            out.extend(repacked)
+            out.extend(_repack(group, Limits(limits.soft, limits.hard - 2 * len(group))))
         else:
-            out.extend([[piece] for piece in _resplit(group[0], limits, count)])
+            out.extend([[piece] for piece in _resplit(group[0], limits.hard, count)])
     return out
 
 
-def _resplit(unit: Unit, limits: Limits, count: Count) -> list[Unit]:
-    pieces = split_text(unit.text, unit.start, Budget(limits.hard, limits.hard), count)
+def _repack(group: Group, tighter: Limits) -> list[Group]:
+    repacked = pack_section(group, tighter)
+    if len(repacked) == 1:  # the estimate still fits: halve, so the loop ends
+        middle = len(group) // 2
+        repacked = [group[:middle], group[middle:]]
+    return repacked
+
+
+def _trailing_headings(group: Group) -> int:
+    """How many headings-only units close the group, when it also holds content."""
+    k = 0
+    while k < len(group) and group[-1 - k].headings_only:
+        k += 1
+    return k if k < len(group) else 0
+
+
+def _cut_before_headings(group: Group, limits: Limits, count: Count) -> list[Group]:
+    """Headings that close a page and had to join the chunk before them: cut that content
+    again with room left for them, so they end a chunk with content, never alone."""
+    k = _trailing_headings(group)
+    body, headings = group[:-k], group[-k:]
+    hard = limits.hard - estimate(headings) - 1 - 2 * len(group)
+    if len(body) > 1:
+        parts = _repack(body, Limits(limits.soft, hard))
+    else:
+        parts = [[piece] for piece in _resplit(body[0], hard, count)]
+    parts[-1] = parts[-1] + headings
+    return parts
+
+
+def _resplit(unit: Unit, hard: int, count: Count) -> list[Unit]:
+    """Cut a unit over the limit again: a lone block by its own grain (code re-fenced,
+    tables with their header), anything else as text."""
+    lines = unit.text.split("\n")
+    blocks = parse_blocks(lines)
+    budget = Budget(hard, hard)
+    if len(blocks) == 1:
+        pieces = [
+            Piece(p.text, p.tokens, unit.start + p.start, unit.start + p.end, p.joiner)
+            for p in split_block(blocks[0], lines, budget, count)
+        ]
+    else:
+        pieces = split_text(unit.text, unit.start, budget, count)
+    joiners = [unit.joiner] + [p.joiner for p in pieces[1:]]
     return [
-        Unit(p.text, p.tokens, p.start, p.end, unit.path, unit.h1_ordinal, p.joiner) for p in pieces
+        Unit(p.text, p.tokens, p.start, p.end, unit.path, unit.h1_ordinal, joiner)
+        for p, joiner in zip(pieces, joiners, strict=True)
     ]
