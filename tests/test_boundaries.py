@@ -94,6 +94,32 @@ def test_a_single_unit_over_the_hard_limit_is_cut_as_text():
     assert all(group[0].path == ((1, "T"),) for group in repacked)
 
 
+def test_trailing_headings_over_the_limit_keep_content_with_them():
+    # A page ending in a heading with no content: it joined the last chunk, a sentence
+    # piece filled up to the limit. Cut again, the headings must not end up alone.
+    text = sentences(990, 5)
+    content = Unit(text, count(text), 10, 11, ((1, "T"),), 0)
+    trailing = Unit("# End", 2, 12, 13, ((1, "End"),), 1, headings_only=True)
+    exact = count(f"{text}\n\n# End")
+    assert exact > 990
+    repacked = enforce_hard_limit([[content, trailing]], [""], [exact], Limits(hard=990), count)
+    assert len(repacked) >= 2
+    assert not any(all(u.headings_only for u in group) for group in repacked)
+    assert repacked[-1][-1] is trailing
+    assert all(sum(u.tokens for u in group) + len(group) <= 990 for group in repacked)
+
+
+def test_a_fenced_unit_over_the_limit_is_cut_with_its_fences():
+    code = "```sql\n" + "\n".join(f"select {i} from t{i};" for i in range(400)) + "\n```"
+    unit_ = Unit(code, count(code), 5, 407, (), 0)
+    repacked = enforce_hard_limit([[unit_]], [code], [count(code)], LIMITS, count)
+    assert len(repacked) >= 3
+    for [piece] in repacked:
+        assert piece.text.startswith("```sql\n") and piece.text.endswith("\n```")
+        assert piece.tokens <= 1000
+    assert repacked[0][0].start == 5 and repacked[-1][0].end == 407
+
+
 # -- through chunk_page ---------------------------------------------------------------
 
 
