@@ -6,6 +6,7 @@ import typer
 
 from firechunk.commands.chunk import chunk
 from firechunk.commands.crawl import crawl
+from firechunk.commands.rebuild import rebuild
 
 app = typer.Typer(
     name="firechunk",
@@ -15,6 +16,7 @@ app = typer.Typer(
 )
 app.command()(crawl)
 app.command()(chunk)
+app.command()(rebuild)
 
 
 if __name__ == "__main__":

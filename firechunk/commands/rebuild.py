@@ -1,0 +1,111 @@
+"""`firechunk rebuild`: run the Prefect rebuild flow here and now, no server to set up.
+
+Crawl (or replay a saved crawl), chunk on parallel workers, validate, publish: the same flow
+the nightly deployment runs. With no PREFECT_API_URL configured, Prefect starts a temporary
+local API for the run and stops it afterwards; with one, the run shows on that dashboard.
+
+Prefect is imported inside the command, so other commands start without paying for it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from schemas.job import ApiVersion
+
+# A fresh Prefect database is migrated when the temporary API first starts; on a small
+# machine that takes longer than Prefect's default wait of 20 s.
+_EPHEMERAL_STARTUP_TIMEOUT = "120"
+
+
+def rebuild(
+    replay: Annotated[
+        Path | None,
+        typer.Option(
+            help="A saved crawl (Firecrawl's result shape, e.g. data/raw/<id>/crawl.json): "
+            "rebuild from it with no network and no API key."
+        ),
+    ] = None,
+    site: Annotated[
+        str | None,
+        typer.Option(help="Site to crawl when not replaying (default: https://supabase.com/docs)."),
+    ] = None,
+    include: Annotated[
+        list[str] | None,
+        typer.Option("--include", metavar="PATTERN", help="Only crawl matching URL paths."),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", metavar="PATTERN", help="Skip matching URL paths."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most this many pages.")] = None,
+    api: Annotated[ApiVersion, typer.Option(help="Firecrawl API version.")] = "v2",
+    api_url: Annotated[
+        str | None, typer.Option(envvar="FIRECRAWL_API_URL", help="Firecrawl API base URL.")
+    ] = None,
+    task_runner: Annotated[
+        Literal["process", "dask"],
+        typer.Option(help="Where pages are chunked: local processes, or a Dask cluster."),
+    ] = "process",
+    dask_address: Annotated[
+        str | None,
+        typer.Option(
+            help="Scheduler of an existing Dask cluster (tcp://host:8786); "
+            "default: a local cluster of --workers processes."
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel chunking workers.")] = 2,
+    data_dir: Annotated[
+        Path, typer.Option(envvar="FIRECHUNK_DATA_DIR", help="Data root (raw/, jobs/, runs/).")
+    ] = Path("data"),
+    secret_block: Annotated[
+        str,
+        typer.Option(
+            help="Prefect Secret block holding the Firecrawl API key; "
+            "when there is none, FIRECRAWL_API_KEY is used."
+        ),
+    ] = "firecrawl-api-key",
+    run_id: Annotated[
+        str | None, typer.Option(help="Name of the run directory (default: UTC time + suffix).")
+    ] = None,
+) -> None:
+    """Crawl (or replay), chunk, validate and publish: the rebuild flow, run locally."""
+    os.environ.setdefault(
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", _EPHEMERAL_STARTUP_TIMEOUT
+    )
+    from firechunk.crawl import CrawlError
+    from firechunk.crawlfile import CrawlFileError
+    from flows.rebuild import rebuild as rebuild_flow
+    from tasks.publish import ValidationFailed
+
+    parameters = {
+        "site_url": site,
+        "include_paths": include or None,
+        "exclude_paths": exclude or None,
+        "limit": limit,
+        "api_version": api,
+        "api_url": api_url,
+        "replay": replay,
+        "task_runner": task_runner,
+        "dask_address": dask_address,
+        "workers": workers,
+        "data_dir": data_dir,
+        "secret_block": secret_block,
+        "run_id": run_id,
+    }
+    try:
+        result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})
+    except ValidationFailed as failed:
+        typer.echo(str(failed), err=True)
+        raise typer.Exit(code=1) from None
+    except (CrawlError, CrawlFileError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=1 if isinstance(error, CrawlError) else 2) from None
+    from firechunk.publish import format_result
+
+    typer.echo(format_result(result))
+    typer.echo(f"outputs in {result.run_dir}/ (and {result.latest} -> that run)")

@@ -1,0 +1,73 @@
+"""The nightly rebuild: crawl (or replay) -> chunk in parallel -> validate -> publish.
+
+Deployed twice by `prefect.yaml`: `supabase-nightly` on a schedule and `manual-rebuild` for
+runs started by hand; `firechunk rebuild` runs it locally. Each stage also has a flow of its
+own (`flows/crawl.py`, `flows/chunk.py`, `flows/validate_publish.py`) built from the same tasks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+
+from flows.names import site_and_date
+from schemas.job import ApiVersion, CrawlTarget
+from schemas.publish import PublishResult
+from tasks.artifacts import report_to_dashboard, timed
+from tasks.chunk import chunk_in_parallel
+from tasks.crawl import DEFAULT_SECRET_BLOCK, crawl_site, load_crawl
+from tasks.publish import raise_if_failed, validate_and_publish
+from tasks.runners import TaskRunnerKind, make_task_runner
+
+SUPABASE_DOCS = "https://supabase.com/docs"
+
+
+@flow(name="rebuild", flow_run_name=site_and_date)
+def rebuild(
+    site_url: str = SUPABASE_DOCS,
+    include_paths: list[str] | None = None,
+    exclude_paths: list[str] | None = None,
+    limit: int | None = None,
+    api_version: ApiVersion = "v2",
+    api_url: str | None = None,
+    replay: Path | None = None,
+    task_runner: TaskRunnerKind = "process",
+    dask_address: str | None = None,
+    workers: int = 2,
+    data_dir: Path = Path("data"),
+    secret_block: str = DEFAULT_SECRET_BLOCK,
+    run_id: str | None = None,
+) -> PublishResult:
+    """Rebuild the chunks of `site_url`, or of the saved crawl `replay` (no network).
+
+    The run is written to `data_dir/runs/<run-id>/` and becomes `data_dir/latest` only if
+    it passed validation; a failed validation fails the flow run after the dashboard has
+    the report.
+    """
+    seconds: dict[str, float] = {}
+    with timed(seconds, "crawl" if replay is None else "load replay"):
+        if replay is None:
+            target = CrawlTarget(
+                url=site_url,
+                include_paths=include_paths or [],
+                exclude_paths=exclude_paths or [],
+                limit=limit,
+            )
+            replay = crawl_site(
+                target,
+                data_dir=data_dir,
+                api_version=api_version,
+                api_url=api_url,
+                secret_block=secret_block,
+            ).crawl_file
+        crawl = load_crawl(replay)
+    with timed(seconds, "chunk"):
+        runner = make_task_runner(task_runner, workers, dask_address)
+        run = chunk_in_parallel(crawl, runner, workers=workers)
+    with timed(seconds, "validate + publish"):
+        result = validate_and_publish(run, data_dir, run_id)
+    seconds["total"] = sum(seconds.values())
+    report_to_dashboard(run.report, seconds, result)
+    raise_if_failed(result)
+    return result

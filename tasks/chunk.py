@@ -1,0 +1,128 @@
+"""Prefect tasks of the chunk stage: batches of pages on a parallel task runner, then assembly.
+
+The work is `firechunk.pipeline`'s: `AliasPlan` picks the pages to chunk, `make_batches`
+cuts them into batches of about equal size, `chunk_batch` chunks one batch, `assemble`
+resolves aliases and duplicates and assigns ids. One task run per batch (not per page) keeps
+Prefect's bookkeeping small next to the work; a progress artifact on the dashboard moves
+as batches finish.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+from prefect.task_runners import TaskRunner
+
+from firechunk.atomic import write_json
+from firechunk.chunker.page import ChunkerOptions
+from firechunk.pipeline import (
+    AliasPlan,
+    PageInput,
+    PageOutcome,
+    assemble,
+    chunk_batch,
+    make_batches,
+    page_inputs,
+)
+from firechunk.tokens import DEFAULT_ENCODING
+from schemas.page import CrawlResult
+from schemas.report import ChunkRun
+from tasks.runners import api_shared_with_workers
+
+CHUNK_RUN_JSON = "chunk_run.json"
+PROGRESS_KEY = "chunking-progress"
+
+
+@task(name="chunk-pages", cache_policy=NO_CACHE)
+def chunk_pages(
+    batch: list[PageInput], encoding: str, options: ChunkerOptions
+) -> list[PageOutcome]:
+    """Chunk one batch of pages in whichever worker the task runner picked."""
+    return chunk_batch(batch, encoding, options)
+
+
+@task(name="assemble-run", cache_policy=NO_CACHE)
+def assemble_run(
+    inputs: list[PageInput],
+    plan: AliasPlan,
+    outcomes: dict[int, PageOutcome],
+    encoding: str,
+    options: ChunkerOptions,
+    started: float,
+) -> ChunkRun:
+    run = assemble(inputs, plan, outcomes, encoding, options, started)
+    report = run.report
+    get_run_logger().info(
+        "%d pages in: %d chunked, %d aliases, %d quarantined -> %d chunks, "
+        "%d duplicate chunks dropped",
+        report.pages_in,
+        report.pages_chunked,
+        report.pages_aliased,
+        report.pages_quarantined,
+        report.chunks_out,
+        report.duplicate_chunks_dropped,
+    )
+    return run
+
+
+def chunk_in_parallel(
+    crawl: CrawlResult,
+    runner: TaskRunner,
+    *,
+    workers: int,
+    encoding: str = DEFAULT_ENCODING,
+) -> ChunkRun:
+    """Chunk a whole crawl on `runner`, batch by batch; call it from inside a flow.
+
+    Gives the same chunks as `firechunk.pipeline.chunk_crawl`: the same plan, batches and
+    assembly, only the executor differs.
+    """
+    logger = get_run_logger()
+    started = time.perf_counter()
+    options = ChunkerOptions()
+    inputs = page_inputs(crawl)
+    plan = AliasPlan.from_inputs(inputs)
+    batches = list(make_batches(plan.to_chunk, workers))
+    total = len(plan.to_chunk)
+    logger.info(
+        "chunking %d pages (%d more are the same URL or markdown) in %d batches on %s",
+        total,
+        len(inputs) - total,
+        len(batches),
+        type(runner).__name__,
+    )
+    progress_id = create_progress_artifact(
+        progress=0.0, key=PROGRESS_KEY, description=f"Pages chunked, of {total}"
+    )
+    outcomes: dict[int, PageOutcome] = {}
+    with api_shared_with_workers(), runner:
+        futures = [
+            runner.submit(chunk_pages, {"batch": batch, "encoding": encoding, "options": options})
+            for batch in batches
+        ]
+        for future in as_completed(futures):
+            outcomes.update((outcome.index, outcome) for outcome in future.result())
+            update_progress_artifact(progress_id, progress=100.0 * len(outcomes) / max(1, total))
+            logger.info("chunked %d/%d pages", len(outcomes), total)
+    return assemble_run(inputs, plan, outcomes, encoding, options, started)
+
+
+@task(name="save-chunk-run", cache_policy=NO_CACHE)
+def save_chunk_run(run: ChunkRun, out_dir: Path) -> Path:
+    """The chunk stage's hand-off to the validate stage: the whole run as one JSON file."""
+    return write_json(Path(out_dir) / CHUNK_RUN_JSON, run.model_dump(mode="json"), indent=None)
+
+
+@task(name="load-chunk-run", cache_policy=NO_CACHE)
+def load_chunk_run(path: Path) -> ChunkRun:
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHUNK_RUN_JSON
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no chunk run here (the chunk flow writes one)")
+    return ChunkRun.model_validate_json(path.read_bytes())

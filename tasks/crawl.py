@@ -1,0 +1,112 @@
+"""Prefect tasks of the crawl stage: crawl (or resume) with Firecrawl, and load a saved crawl.
+
+The crawl itself is `firechunk.crawl.run_crawl`; what Prefect adds is task retries. A retry
+resumes the same Firecrawl job from its state file (no new credits), so only errors that a
+rerun can get past are retried: a poll that ran out of time, a short download, a network
+error that outlasted the per-call retries. A missing key, a failed or expired job, or an
+unclear start call need a person, so they fail at once.
+
+The API key is looked up inside the task and handed to `run_crawl` only: it is never a task
+or flow parameter (parameters are recorded by the Prefect API) and never logged.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from prefect import Task, get_run_logger, task
+from prefect.blocks.system import Secret
+from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import TaskRun
+from prefect.states import State
+
+from firechunk.crawl import CrawlOutcome, CrawlSettings, run_crawl
+from firechunk.crawl.errors import (
+    CrawlError,
+    JobFailedError,
+    JobNotFoundError,
+    MissingApiKeyError,
+    StartOutcomeUnknownError,
+    TargetMismatchError,
+)
+from firechunk.crawlfile import read_crawl
+from schemas.job import ApiVersion, CrawlTarget
+from schemas.page import CrawlResult
+
+API_KEY_ENV = "FIRECRAWL_API_KEY"
+DEFAULT_SECRET_BLOCK = "firecrawl-api-key"
+
+# Errors a rerun cannot fix: retrying them would only repeat the same message.
+_NEEDS_A_PERSON = (
+    MissingApiKeyError,
+    TargetMismatchError,
+    StartOutcomeUnknownError,
+    JobNotFoundError,
+    JobFailedError,
+)
+
+
+def firecrawl_api_key(secret_block: str | None = DEFAULT_SECRET_BLOCK) -> tuple[str | None, str]:
+    """The key and where it came from: the Secret block if it exists, else the environment."""
+    if secret_block:
+        try:
+            return Secret.load(secret_block).get(), f"Prefect Secret block {secret_block!r}"
+        except ValueError:  # Prefect's "Unable to find block document named ..."
+            pass
+    key = os.environ.get(API_KEY_ENV) or None
+    return key, (f"${API_KEY_ENV}" if key else "nowhere (a complete crawl replays without one)")
+
+
+def _worth_retrying(task: Task, task_run: TaskRun, state: State) -> bool:
+    error = state.result(raise_on_failure=False)
+    return isinstance(error, CrawlError) and not isinstance(error, _NEEDS_A_PERSON)
+
+
+@task(
+    name="crawl-site",
+    retries=2,
+    retry_delay_seconds=[30, 120],
+    retry_condition_fn=_worth_retrying,
+    cache_policy=NO_CACHE,
+)
+def crawl_site(
+    target: CrawlTarget,
+    *,
+    data_dir: Path,
+    api_version: ApiVersion = "v2",
+    api_url: str | None = None,
+    poll_interval: float = 2.0,
+    name: str | None = None,
+    recrawl: bool = False,
+    secret_block: str | None = DEFAULT_SECRET_BLOCK,
+) -> CrawlOutcome:
+    """Start, resume or replay the crawl of `target`; its crawl.json is the stage's output."""
+    logger = get_run_logger()
+    api_key, source = firecrawl_api_key(secret_block)
+    logger.info("Firecrawl API key from %s", source)
+    settings = CrawlSettings(
+        api_version=api_version,
+        poll_interval=poll_interval,
+        max_poll_interval=max(30.0, poll_interval),
+        **({"api_url": api_url} if api_url else {}),
+    )
+    outcome = run_crawl(
+        target,
+        api_key=api_key,
+        data_dir=data_dir,
+        settings=settings,
+        name=name,
+        recrawl=recrawl,
+        report=logger.info,
+    )
+    logger.info("crawl %s: %d pages in %s", outcome.name, outcome.pages, outcome.crawl_file)
+    return outcome
+
+
+@task(name="load-crawl", cache_policy=NO_CACHE)
+def load_crawl(crawl_file: Path) -> CrawlResult:
+    """Read a saved crawl (Firecrawl's result shape): a replay needs no network and no key."""
+    crawl = read_crawl(crawl_file)
+    get_run_logger().info("%d pages read from %s", len(crawl.data), crawl_file)
+    return crawl

@@ -1,0 +1,39 @@
+"""Prefect task of the last stage: write the run, validate it with GX, publish it if it passed.
+
+`firechunk.publish.build_and_publish` does the work and decides: only a run that passed
+becomes `data/latest`. A failed validation is not an error of the task (the run is written
+and kept, marked failed); the flow reports it on the dashboard first and then fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from firechunk.publish import build_and_publish, format_result
+from schemas.publish import PublishResult
+from schemas.report import ChunkRun
+
+
+class ValidationFailed(RuntimeError):
+    """The run failed validation: it is kept in runs/, marked failed, and was not published."""
+
+
+@task(name="validate-publish", cache_policy=NO_CACHE)
+def validate_and_publish(run: ChunkRun, data_dir: Path, run_id: str | None = None) -> PublishResult:
+    result = build_and_publish(run, Path(data_dir), run_id=run_id)
+    logger = get_run_logger()
+    message = format_result(result)
+    if result.published:
+        logger.info(message)
+    else:
+        logger.error(message)
+    return result
+
+
+def raise_if_failed(result: PublishResult) -> None:
+    """Fail the flow run on a failed validation, with the message that names what failed."""
+    if not result.published:
+        raise ValidationFailed(format_result(result))
