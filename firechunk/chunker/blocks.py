@@ -65,6 +65,10 @@ def _block_level_only() -> Iterator[None]:
     finally:
         span_token._token_types[:] = saved_types
         span_token.tokenize_inner = saved_tokenize
+        # mistletoe turns setext headings off while it parses a quote and back on after;
+        # a quote that raises (RecursionError on deep nesting) would leave them off for
+        # every later page of the process.
+        block_token.Paragraph.parse_setext = True
 
 
 def _raw_text(content: str) -> list[span_token.RawText]:
