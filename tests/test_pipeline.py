@@ -1,0 +1,380 @@
+"""A whole crawl through `chunk_crawl` (rules 1, 4, 7, 8, 9): canonical URLs, aliases,
+duplicate chunks, stable ids, quarantine, unclosed fences, giant pages, clean headers."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+
+import pytest
+
+from firechunk.crawlfile import read_crawl
+from firechunk.pipeline import PageInput, chunk_batch, chunk_crawl
+from firechunk.urls import canonical_url
+from tests.chunk_helpers import count, crawl, page, run_markdown, run_pages, sentences
+
+BASE = "https://docs.example.com/guides"
+
+
+def guide(seed: int, title: str = "Guide") -> str:
+    return f"# {title}\n\n{sentences(200, seed, 'a')}\n\n## Step\n\n{sentences(200, seed, 'b')}"
+
+
+# -- canonical URLs -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"{BASE}/auth",
+        f"{BASE}/auth/",
+        f"{BASE}/auth#sign-in",
+        f"{BASE}/auth/#sign-in",
+        f"{BASE}/auth?utm_source=newsletter&utm_medium=email",
+        f"{BASE}/auth?gclid=abc&fbclid=def",
+        "HTTPS://DOCS.EXAMPLE.COM/guides/auth",
+        f"  {BASE}/auth  ",
+    ],
+)
+def test_spellings_of_one_page_share_a_canonical_url(url):
+    assert canonical_url(url) == f"{BASE}/auth"
+
+
+def test_canonical_urls_keep_what_makes_a_different_page():
+    assert canonical_url(f"{BASE}/auth?b=2&a=1") == f"{BASE}/auth?a=1&b=2"
+    assert canonical_url(f"{BASE}/auth?page=2") != canonical_url(f"{BASE}/auth?page=3")
+    assert canonical_url(f"{BASE}/Auth") != canonical_url(
+        f"{BASE}/auth"
+    )  # paths are case-sensitive
+    assert canonical_url("https://docs.example.com") == "https://docs.example.com/"
+    assert canonical_url("") == ""
+
+
+def test_chunks_carry_the_canonical_url():
+    run = run_pages(page(guide(1), url=f"{BASE}/auth/?utm_campaign=x#top"))
+    assert {c.metadata.source_url for c in run.chunks} == {f"{BASE}/auth"}
+
+
+# -- aliases: one page under several URLs ----------------------------------------------
+
+
+def test_identical_pages_are_chunked_once_with_the_other_urls_as_aliases():
+    body = guide(1)
+    run = run_pages(
+        page(body, url=f"{BASE}/auth"),
+        page(body, url=f"{BASE}/auth/?utm_source=x"),
+        page(body, url=f"{BASE}/login"),
+    )
+    single = run_pages(page(body, url=f"{BASE}/auth"))
+    assert [c.data.text for c in run.chunks] == [c.data.text for c in single.chunks]
+    expected = [f"{BASE}/auth/?utm_source=x", f"{BASE}/login"]
+    assert all(c.metadata.aliases == expected for c in run.chunks)
+    assert run.report.aliases == {f"{BASE}/auth": expected}
+    assert [p.status for p in run.pages] == ["chunked", "alias", "alias"]
+    assert {p.alias_of for p in run.pages[1:]} == {f"{BASE}/auth"}
+    assert (run.report.pages_in, run.report.pages_chunked, run.report.pages_aliased) == (3, 1, 2)
+    assert run.report.duplicate_chunks_dropped == 0  # aliases are not counted as duplicates
+
+
+def test_the_page_with_the_smallest_url_stands_for_its_aliases_whatever_the_order():
+    body = guide(2)
+    one = run_pages(page(body, url=f"{BASE}/b"), page(body, url=f"{BASE}/a"))
+    two = run_pages(page(body, url=f"{BASE}/a"), page(body, url=f"{BASE}/b"))
+    assert {c.metadata.source_url for c in one.chunks} == {f"{BASE}/a"}
+    assert [c.chunk_id for c in one.chunks] == [c.chunk_id for c in two.chunks]
+
+
+def test_flattened_code_variants_of_one_page_are_one_page():
+    def variant(markers: list[str]) -> str:
+        code = "\n".join(
+            f"{m}\n{line}"
+            for m, line in zip(
+                markers, ["import os", "client = make()", "client.run()"], strict=True
+            )
+        )
+        return f"# API\n\n{sentences(150, 3)}\n\n`\n{code}\n`\n\nDone with words here."
+
+    run = run_pages(
+        page(variant(["_10", "_10", "_10"]), url=f"{BASE}/python/a"),
+        page(variant(["1", "2", "3"]), url=f"{BASE}/python/b"),
+    )
+    assert [p.status for p in run.pages] == ["chunked", "alias"]
+    [chunk] = run.chunks
+    assert "```\nimport os\nclient = make()\nclient.run()\n```" in chunk.data.text
+    assert chunk.metadata.aliases == [f"{BASE}/python/b"]
+
+
+def test_pages_that_differ_are_both_chunked():
+    run = run_pages(page(guide(1), url=f"{BASE}/a"), page(guide(2), url=f"{BASE}/b"))
+    assert [p.status for p in run.pages] == ["chunked", "chunked"]
+    assert run.report.aliases == {}
+
+
+# -- duplicate chunks across pages ----------------------------------------------------
+
+
+def test_a_chunk_repeated_on_another_page_is_dropped_and_counted():
+    shared = f"## Shared footer\n\n{sentences(300, 9, 's')}"
+    first = page(f"# One\n\n{sentences(300, 1)}\n\n{shared}", url=f"{BASE}/one")
+    second = page(f"# Two\n\n{sentences(300, 2)}\n\n{shared}", url=f"{BASE}/two")
+    run = run_pages(first, second)
+    texts = [c.data.text for c in run.chunks]
+    assert sum(shared in t for t in texts) == 1
+    assert run.report.duplicate_chunks_dropped == 1
+    [dropped] = run.report.duplicates
+    kept = next(c for c in run.chunks if shared in c.data.text)
+    assert dropped.source_url == f"{BASE}/two"
+    assert dropped.duplicate_of == kept.chunk_id
+    assert dropped.token_count == kept.metadata.token_count
+    assert run.pages[1].chunk_count == 1
+    assert len(set(texts)) == len(texts)
+
+
+def test_duplicates_are_found_whatever_the_white_space():
+    # A chunk repeated with other line breaks and spacing is the same text.
+    text = sentences(300, 5, "d")
+    first = page(f"# One\n\n{sentences(300, 1)}\n\n## Note\n\n{text}", url=f"{BASE}/one")
+    spaced = text.replace(". ", ".\n", 3).replace(" ", "  ", 2)
+    second = page(f"# Two\n\n{sentences(300, 2)}\n\n## Note\n\n{spaced}", url=f"{BASE}/two")
+    assert run_pages(first, second).report.duplicate_chunks_dropped == 1
+
+
+# -- chunk ids --------------------------------------------------------------------------
+
+
+def many_pages(n: int = 12) -> list[dict]:
+    return [page(guide(i, f"Guide {i}"), url=f"{BASE}/page-{i}") for i in range(n)]
+
+
+def test_chunk_ids_are_uuid5_and_unique():
+    run = run_pages(*many_pages(4))
+    ids = [c.chunk_id for c in run.chunks]
+    assert all(uuid.UUID(i).version == 5 for i in ids)
+    assert len(set(ids)) == len(ids)
+
+
+def test_chunk_ids_are_stable_across_reruns_and_worker_counts():
+    pages = many_pages()
+    one = chunk_crawl(crawl(*pages), workers=1)
+    again = chunk_crawl(crawl(*pages), workers=1)
+    two = chunk_crawl(crawl(*pages), workers=2)
+    ids = [c.chunk_id for c in one.chunks]
+    assert ids == [c.chunk_id for c in again.chunks] == [c.chunk_id for c in two.chunks]
+    assert [c.to_json() for c in one.chunks] == [c.to_json() for c in two.chunks]
+    assert one.quarantine == two.quarantine
+
+
+def test_a_chunk_id_depends_on_its_url_and_its_text():
+    body = guide(3)
+    base = run_pages(page(body, url=f"{BASE}/x")).chunks
+    moved = run_pages(page(body, url=f"{BASE}/y")).chunks
+    edited = run_pages(page(body.replace("## Step", "## Next step"), url=f"{BASE}/x")).chunks
+    assert base[0].chunk_id != moved[0].chunk_id
+    assert base[0].chunk_id == edited[0].chunk_id  # same first chunk text
+    assert base[1].chunk_id != edited[1].chunk_id
+
+
+def test_url_spelling_does_not_change_ids():
+    body = guide(4)
+    plain = run_pages(page(body, url=f"{BASE}/x")).chunks
+    spelled = run_pages(page(body, url=f"{BASE}/x/?utm_source=a#frag")).chunks
+    assert [c.chunk_id for c in plain] == [c.chunk_id for c in spelled]
+
+
+# -- quarantine -------------------------------------------------------------------------
+
+BAD_PAGES = {
+    "empty": "",
+    "blank": "  \n\n\t\n",
+    "header-only": "# Title\n\nSub title\n---------\n\n## Nothing here [\\#](\\#nothing)",
+    "binary": "PK\x03\x04\x00\x00binary\x00zip",
+    "html": "<!DOCTYPE html>\n<html><head><title>x</title></head><body>Hi</body></html>",
+    "parser": "> " * 3000 + "too deep for the parser",
+}
+REASONS = {
+    "empty": "empty",
+    "blank": "empty",
+    "header-only": "header-only",
+    "binary": "binary",
+    "html": "html",
+    "parser": "parse-error",
+}
+
+
+def test_bad_pages_are_quarantined_with_their_reason_and_the_run_carries_on():
+    good = guide(7)
+    pages = [page(good, url=f"{BASE}/good-1")]
+    pages += [page(md, url=f"{BASE}/{name}", title=name) for name, md in BAD_PAGES.items()]
+    pages += [page(None, url=f"{BASE}/none"), page(guide(8), url=f"{BASE}/good-2")]
+    run = run_pages(*pages)
+    reasons = {q.url.rsplit("/", 1)[-1]: q.reason for q in run.quarantine}
+    assert reasons == {**REASONS, "none": "not-text"}
+    assert {c.metadata.source_url for c in run.chunks} == {f"{BASE}/good-1", f"{BASE}/good-2"}
+    assert run.report.pages_quarantined == len(BAD_PAGES) + 1
+    assert run.report.pages_chunked == 2
+    statuses = {p.url.rsplit("/", 1)[-1]: p.status for p in run.pages}
+    assert statuses["good-1"] == statuses["good-2"] == "chunked"
+    assert all(statuses[name] == "quarantined" for name in reasons)
+    record = next(q for q in run.quarantine if q.reason == "html")
+    assert record.page_title == "html" and record.markdown_chars == len(BAD_PAGES["html"])
+    parse = next(q for q in run.quarantine if q.reason == "parse-error")
+    assert "RecursionError" in parse.detail
+
+
+def test_a_page_that_breaks_the_parser_leaves_later_pages_parsed_right():
+    # mistletoe raised inside a quote with setext headings switched off, and they stayed
+    # off for the rest of the process: later setext headings became paragraph text.
+    later = f"Setext title\n============\n\n{sentences(150, 1)}"
+    run = run_pages(page(BAD_PAGES["parser"], url=f"{BASE}/deep"), page(later, url=f"{BASE}/later"))
+    assert [q.reason for q in run.quarantine] == ["parse-error"]
+    [chunk] = run.chunks
+    assert chunk.data.headers.h1 == "Setext title"
+    assert [h.text for h in run.pages[1].headings] == ["Setext title"]
+
+
+def test_non_utf8_pages_are_quarantined_when_read_from_a_crawl_file(tmp_path):
+    junk = bytes(random.Random(0).randrange(128, 256) for _ in range(4000))
+    good = json.dumps(guide(1)).encode()
+    document = (
+        b'{"status": "completed", "data": ['
+        b'{"markdown": "' + junk + b'", "metadata": {"sourceURL": "' + BASE.encode() + b'/junk"}},'
+        b'{"markdown": ' + good + b', "metadata": {"sourceURL": "' + BASE.encode() + b'/good"}}]}'
+    )
+    path = tmp_path / "crawl.json"
+    path.write_bytes(document)
+    run = chunk_crawl(read_crawl(path))
+    assert [(q.url, q.reason) for q in run.quarantine] == [(f"{BASE}/junk", "not-utf8")]
+    assert {c.metadata.source_url for c in run.chunks} == {f"{BASE}/good"}
+
+
+def test_a_few_replacement_characters_do_not_quarantine_a_page():
+    markdown = guide(2).replace("now.", "now \ufffd.", 2)
+    run = run_markdown(markdown)
+    assert run.quarantine == [] and run.chunks
+
+
+def test_chunk_batch_turns_any_markdown_object_into_an_outcome():
+    pages = [PageInput(0, "u0", "t", b"bytes"), PageInput(1, "u1", "t", ["list"])]
+    outcomes = chunk_batch(pages + [PageInput(2, "u2", "t", guide(1))])
+    assert [o.reason for o in outcomes] == ["not-text", "not-text", None]
+    assert outcomes[2].chunks is not None
+
+
+# -- page-level behaviour through the run ------------------------------------------------
+
+
+def test_an_unclosed_fence_is_closed_and_reported_and_its_text_kept():
+    code = "\n".join(f"const v{i} = {i}" for i in range(5))
+    run = run_markdown(f"# T\n\nIntro text is here.\n\n```js\n{code}")
+    [chunk] = run.chunks
+    assert chunk.data.text.endswith(f"```js\n{code}\n```")
+    [warning] = run.report.warnings
+    assert "unclosed code fence" in warning and warning.startswith(BASE)
+
+
+def test_a_giant_page_of_prose_is_chunked_within_the_limits():
+    rng = random.Random(0)
+    vocabulary = [
+        "client",
+        "table",
+        "policy",
+        "bucket",
+        "function",
+        "query",
+        "token",
+        "session",
+        "row",
+    ]
+    paragraphs, size = [], 0
+    while size < 2_000_000:
+        paragraph = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(40, 200))) + "."
+        paragraphs.append(paragraph)
+        size += len(paragraph) + 2
+    markdown = "# Giant\n\n" + "\n\n".join(paragraphs)
+    run = run_markdown(markdown)
+    assert run.quarantine == []
+    tokens = [c.metadata.token_count for c in run.chunks]
+    assert max(tokens) <= 1000
+    assert sum(t < 100 for t in tokens) <= 1
+    assert sum(tokens) >= count(markdown) - len(tokens) * 2  # nothing of note left out
+    assert run.report.chunk_tokens.p100 == max(tokens)
+
+
+def test_headers_metadata_is_clean_text():
+    markdown = (
+        "# The `supabase_auth_admin` role [\\#](\\#role)\n\n"
+        f"{sentences(150, 1)}\n\n"
+        "## **Sign in** with _magic_ [links](https://example.com) [\\#](\\#sign-in)\n\n"
+        f"{sentences(150, 2)}"
+    )
+    chunks = run_markdown(markdown).chunks
+    assert [(c.data.headers.h1, c.data.headers.h2) for c in chunks] == [
+        ("The supabase_auth_admin role", None),
+        ("The supabase_auth_admin role", "Sign in with magic links"),
+    ]
+    assert chunks[1].metadata.breadcrumb == [
+        "The supabase_auth_admin role",
+        "Sign in with magic links",
+    ]
+    assert "[\\#]" not in chunks[1].data.text  # the anchor is debris in the text too
+    headings = [(h.level, h.text, h.line) for h in run_markdown(markdown).pages[0].headings]
+    assert headings == [(1, "The supabase_auth_admin role", 1), (2, "Sign in with magic links", 5)]
+
+
+def test_setext_and_atx_headings_both_make_headers():
+    markdown = (
+        f"Setext title\n============\n\n{sentences(150, 1)}\n\n"
+        f"## Atx section\n\n{sentences(150, 2)}\n\n"
+        f"Setext section\n--------------\n\n{sentences(150, 3)}"
+    )
+    chunks = run_markdown(markdown).chunks
+    assert [(c.data.headers.h1, c.data.headers.h2) for c in chunks] == [
+        ("Setext title", None),
+        ("Setext title", "Atx section"),
+        ("Setext title", "Setext section"),
+    ]
+
+
+def test_page_title_falls_back_to_the_url_and_h1_to_the_title():
+    run = run_pages(page(f"{sentences(150, 1)}", url=f"{BASE}/untitled", title=None))
+    [chunk] = run.chunks
+    assert chunk.metadata.page_title == f"{BASE}/untitled"
+    titled = run_pages(page(f"{sentences(150, 1)}", url=f"{BASE}/t", title="Nice title")).chunks[0]
+    assert titled.data.headers.h1 == "Nice title"
+
+
+def test_token_counts_are_exact_and_the_report_adds_up():
+    pages = [page(guide(i) + "\n\nLoading...\n\nPIPConda\n", url=f"{BASE}/p{i}") for i in range(3)]
+    run = run_pages(*pages)
+    for chunk in run.chunks:
+        assert chunk.metadata.token_count == count(chunk.data.text)
+    report = run.report
+    assert report.chunks_out == len(run.chunks)
+    assert report.tokens_in_chunks == sum(c.metadata.token_count for c in run.chunks)
+    assert report.cleanup_tokens_removed == {
+        "loading": 3 * count("Loading..."),
+        "tab_labels": 3 * count("PIPConda"),
+    }
+    assert report.tokens_before_cleanup == report.tokens_after_cleanup + sum(
+        report.cleanup_tokens_removed.values()
+    )
+    for record in run.pages:
+        assert record.chunk_tokens == sum(
+            c.metadata.token_count
+            for c in run.chunks
+            if c.metadata.source_url == record.canonical_url
+        )
+
+
+def test_chunk_metadata_points_back_to_the_page():
+    markdown = guide(5)
+    chunks = run_markdown(markdown).chunks
+    lines = markdown.split("\n")
+    assert [c.metadata.chunk_index for c in chunks] == list(range(len(chunks)))
+    for chunk in chunks:
+        first, last = chunk.metadata.source_lines
+        text_lines = chunk.data.text.split("\n")
+        assert lines[first - 1] == text_lines[0]
+        assert lines[last - 1] == text_lines[-1]
+    assert chunks[0].metadata.page_title == "Page"
