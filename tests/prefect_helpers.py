@@ -1,0 +1,91 @@
+"""Shared pieces of the Prefect tests: a hermetic Prefect home, and reading runs back.
+
+Every test that runs a flow talks to a real Prefect API (a temporary server); what the
+dashboard would show is read back through the Prefect client, never assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    FlowRunFilter,
+    FlowRunFilterId,
+    LogFilter,
+    LogFilterFlowRunId,
+)
+
+from firechunk.crawlfile import read_crawl
+from firechunk.pipeline import chunk_crawl
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_CRAWL = ROOT / "data" / "sample" / "crawl.json"
+
+# Prefect settings every test server and flow gets: nothing phones home, a fresh database
+# is given time to migrate on a small machine.
+QUIET_PREFECT = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+}
+
+
+def prefect_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a Prefect subprocess: its own PREFECT_HOME, no inherited API URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(QUIET_PREFECT, PREFECT_HOME=str(home), **extra)
+    return env
+
+
+def chunk_ids(chunks_json: Path) -> list[str]:
+    return [chunk["chunk_id"] for chunk in json.loads(chunks_json.read_text(encoding="utf-8"))]
+
+
+def expected_sample_ids() -> list[str]:
+    """The chunk ids `firechunk chunk` (chunk_crawl, its own process pool) gives the sample."""
+    return [chunk.chunk_id for chunk in chunk_crawl(read_crawl(SAMPLE_CRAWL), workers=2).chunks]
+
+
+def artifacts_of(flow_run_id: UUID) -> dict[str, Any]:
+    """The run's keyed artifacts by key (the latest version of each)."""
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+    return {artifact.key: artifact for artifact in found if artifact.key}
+
+
+def table_of(artifact: Any) -> dict[str, str]:
+    """A summary table artifact as {measure: value}."""
+    rows = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+    return {row["measure"]: row["value"] for row in rows}
+
+
+def flow_run(flow_run_id: UUID):
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(flow_run_id)
+
+
+def task_runs_of(flow_run_id: UUID):
+    with get_client(sync_client=True) as client:
+        return client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+
+
+def logs_of(flow_run_id: UUID) -> list[str]:
+    """Every log message of the run, after flushing what is still queued in this process."""
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10)
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+        )
+    return [log.message for log in logs]

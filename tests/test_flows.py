@@ -1,0 +1,263 @@
+"""The Prefect flows run for real against a temporary Prefect API (prefect_test_harness).
+
+What the dashboard would show (run names, artifacts, task runs, logs) is read back through
+the Prefect client. The harness starts one server for the whole session; on a fresh
+database that takes about 20-30 s on a two-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from distributed import Client, LocalCluster, get_task_stream
+from prefect.blocks.system import Secret
+from prefect.client.schemas.objects import StateType
+from prefect.settings import PREFECT_HOME, PREFECT_SERVER_ANALYTICS_ENABLED, temporary_settings
+from prefect.states import Failed
+from prefect.testing.utilities import prefect_test_harness
+from typer.testing import CliRunner
+
+from firechunk.cli import app
+from firechunk.crawl.errors import (
+    CrawlError,
+    DownloadError,
+    JobFailedError,
+    MissingApiKeyError,
+    PollTimeoutError,
+    TargetMismatchError,
+)
+from firechunk.crawlfile import read_crawl
+from firechunk.publish import switch_latest
+from flows.chunk import chunk as chunk_flow
+from flows.crawl import crawl as crawl_flow
+from flows.rebuild import rebuild
+from flows.validate_publish import validate_publish
+from tasks.crawl import API_KEY_ENV, _worth_retrying, crawl_site
+from tests.crawl_fixtures import CANARY_KEY, page_size_for, served_pages
+from tests.firecrawl_server import FakeFirecrawl
+from tests.prefect_helpers import (
+    SAMPLE_CRAWL,
+    artifacts_of,
+    chunk_ids,
+    expected_sample_ids,
+    flow_run,
+    logs_of,
+    table_of,
+    task_runs_of,
+)
+
+DASHBOARD_KEYS = {
+    "rebuild-summary",
+    "validation-report",
+    "rebuild-outputs",
+    "run-directory",
+    "chunking-progress",
+}
+
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory):
+    """A temporary Prefect server and database, and a Prefect home of the tests' own."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    with (
+        temporary_settings({PREFECT_HOME: home, PREFECT_SERVER_ANALYTICS_ENABLED: False}),
+        prefect_test_harness(server_startup_timeout=180),
+    ):
+        yield
+
+
+@pytest.fixture(scope="session")
+def sample_ids() -> list[str]:
+    return expected_sample_ids()
+
+
+def test_rebuild_replays_the_sample_publishes_and_fills_the_dashboard(
+    prefect_api, tmp_path, sample_ids
+):
+    data_dir = tmp_path / "data"
+    state = rebuild(
+        replay=SAMPLE_CRAWL, data_dir=data_dir, workers=2, run_id="night-1", return_state=True
+    )
+
+    assert state.is_completed(), state.message
+    result = state.result()
+    run_dir = data_dir / "runs" / "night-1"
+    assert result.published and result.run_dir == run_dir
+    assert (data_dir / "latest").resolve() == run_dir.resolve()
+    assert chunk_ids(run_dir / "chunks.json") == sample_ids  # same chunks as `firechunk chunk`
+
+    run_id = state.state_details.flow_run_id
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    name = flow_run(run_id).name
+    assert name.startswith("supabase.com/docs replay of crawl.json ") and today in name
+
+    artifacts = artifacts_of(run_id)
+    assert set(artifacts) >= DASHBOARD_KEYS
+    report = json.loads((run_dir / "report.json").read_text())
+    summary = table_of(artifacts["rebuild-summary"])
+    assert summary["pages crawled"] == str(report["pages_in"]) == "13"
+    assert summary["chunks"] == str(report["chunks_out"])
+    assert summary["aliases (same page, other URL)"] == str(report["pages_aliased"])
+    assert summary["pages quarantined"] == str(report["pages_quarantined"])
+    assert summary["tokens in chunks"] == str(report["tokens_in_chunks"])
+    assert summary["duplicate chunks dropped"] == str(report["duplicate_chunks_dropped"])
+    assert {"load replay (s)", "chunk (s)", "validate + publish (s)", "total (s)"} <= set(summary)
+    assert summary["published as latest"] == "yes"
+    assert artifacts["validation-report"].data.startswith("# Validation passed")
+    assert "chunks.parquet" in artifacts["rebuild-outputs"].data
+    assert run_dir.resolve().as_uri() in artifacts["run-directory"].data
+    assert float(artifacts["chunking-progress"].data) == 100.0
+
+    # Batches of pages per task run, not one task run per page.
+    batches = [run for run in task_runs_of(run_id) if run.name.startswith("chunk-pages")]
+    chunked_pages = len(read_crawl(SAMPLE_CRAWL).data) - report["pages_aliased"]
+    assert 2 <= len(batches) < chunked_pages
+    assert all(run.state_type == StateType.COMPLETED for run in batches)
+
+
+def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect_api, tmp_path):
+    crawl = json.loads(SAMPLE_CRAWL.read_text(encoding="utf-8"))
+    again = json.loads(json.dumps(crawl["data"][1]))
+    again["markdown"] += "\n\nThe same URL, crawled twice with other text.\n"
+    crawl["data"].append(again)
+    bad_crawl = tmp_path / "twice.json"
+    bad_crawl.write_text(json.dumps(crawl), encoding="utf-8")
+    data_dir = tmp_path / "data"
+    previous = data_dir / "runs" / "previous-good"
+    previous.mkdir(parents=True)
+    switch_latest(data_dir, previous)
+
+    result = CliRunner().invoke(
+        app,
+        ["rebuild", "--replay", str(bad_crawl), "--data-dir", str(data_dir)]
+        + ["--workers", "1", "--run-id", "twice"],
+    )
+
+    assert result.exit_code == 1, result.output
+    assert "FAILED validation" in result.output and "page_url_unique" in result.output
+    assert (data_dir / "latest").resolve() == previous.resolve()
+    status = json.loads((data_dir / "runs" / "twice" / "status.json").read_text())
+    assert status["status"] == "failed"
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    with get_client(sync_client=True) as client:
+        [latest_run] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+    assert "replay of twice.json" in latest_run.name
+    assert latest_run.state_type == StateType.FAILED
+    artifacts = artifacts_of(latest_run.id)
+    assert artifacts["validation-report"].data.startswith("# Validation FAILED")
+    assert "page_url_unique | url | **failed**" in artifacts["validation-report"].data
+    assert table_of(artifacts["rebuild-summary"])["published as latest"] == "no"
+
+
+def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(
+    prefect_api, tmp_path, sample_ids
+):
+    """Two Dask worker processes do the chunking; the stage flows hand over through a file."""
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+        get_task_stream(client) as stream,
+    ):
+        run = chunk_flow(
+            crawl_file=SAMPLE_CRAWL,
+            out_dir=tmp_path / "chunked",
+            task_runner="dask",
+            dask_address=cluster.scheduler_address,
+            workers=2,
+        )
+        workers = set(cluster.scheduler.workers)
+    assert [chunk.chunk_id for chunk in run.chunks] == sample_ids
+    ran_on = {task["worker"] for task in stream.data}
+    assert ran_on and ran_on <= workers  # the batches ran in the cluster's worker processes
+
+    published = validate_publish(chunk_run=tmp_path / "chunked", data_dir=tmp_path / "data")
+    assert published.published
+    assert chunk_ids(published.run_dir / "chunks.json") == sample_ids
+
+
+def test_crawl_flow_takes_the_key_from_a_secret_block_and_never_shows_it(
+    prefect_api, tmp_path, monkeypatch
+):
+    monkeypatch.delenv(API_KEY_ENV, raising=False)
+    Secret(value=CANARY_KEY).save("firechunk-test-key", overwrite=True)
+    pages = served_pages()
+    data_dir = tmp_path / "data"
+    with FakeFirecrawl(pages, api_key=CANARY_KEY, page_size=page_size_for(pages)) as server:
+        state = crawl_flow(
+            site_url="https://docs.example.com/",
+            api_url=server.base_url,
+            data_dir=data_dir,
+            secret_block="firechunk-test-key",
+            poll_interval=0.01,
+            return_state=True,
+        )
+        start_calls, unauthorized = server.start_calls, server.unauthorized
+
+    assert state.is_completed(), state.message
+    crawl_file = state.result()
+    assert len(read_crawl(crawl_file).data) == len(pages)
+    assert start_calls == 1 and unauthorized == 0  # the block's key was sent and accepted
+    logs = logs_of(state.state_details.flow_run_id)
+    assert any("Secret block 'firechunk-test-key'" in message for message in logs)
+    assert not [message for message in logs if CANARY_KEY in message]
+    assert not [p for p in data_dir.rglob("*") if p.is_file() and CANARY_KEY in p.read_text()]
+
+
+def test_crawl_flow_falls_back_to_the_environment_then_fails_fast_without_a_key(
+    prefect_api, tmp_path, monkeypatch
+):
+    pages = served_pages()
+    monkeypatch.setenv(API_KEY_ENV, CANARY_KEY)
+    with FakeFirecrawl(pages, api_key=CANARY_KEY, page_size=page_size_for(pages)) as server:
+        crawl_file = crawl_flow(
+            site_url="https://docs.example.com/",
+            api_url=server.base_url,
+            data_dir=tmp_path / "env",
+            secret_block="no-such-block",
+            poll_interval=0.01,
+        )
+    assert len(read_crawl(crawl_file).data) == len(pages)
+
+    monkeypatch.delenv(API_KEY_ENV)
+    state = crawl_flow(
+        site_url="https://docs.example.com/",
+        api_url="http://127.0.0.1:9",  # never reached: there is no key to send
+        data_dir=tmp_path / "nokey",
+        secret_block="no-such-block",
+        return_state=True,
+    )
+    assert state.is_failed()
+    with pytest.raises(MissingApiKeyError):
+        state.result()
+    [crawl_run] = task_runs_of(state.state_details.flow_run_id)
+    assert crawl_run.run_count == 1  # not retried: a rerun cannot find a key
+
+
+@pytest.mark.parametrize(
+    ("error", "retried"),
+    [
+        (PollTimeoutError("still scraping"), True),
+        (DownloadError("short download"), True),
+        (CrawlError("HTTP 503 after 6 attempts; run again to resume"), True),
+        (MissingApiKeyError("no key"), False),
+        (TargetMismatchError("other options"), False),
+        (JobFailedError("job failed"), False),
+        (ValueError("a bug"), False),
+    ],
+)
+def test_crawl_task_retries_only_what_a_rerun_can_fix(error, retried):
+    assert _worth_retrying(crawl_site, None, Failed(data=error)) is retried
+
+
+def test_flows_have_no_secret_parameter():
+    """The key never travels as a parameter (the API records flow-run parameters)."""
+    for flow in (rebuild, crawl_flow, chunk_flow, validate_publish):
+        names = set(flow.parameters.properties)
+        assert not [name for name in names if "key" in name or "token" in name], flow.name
