@@ -116,12 +116,13 @@ def _resplit(unit: Unit, hard: int, count: Count) -> list[Unit]:
     lines = unit.text.split("\n")
     blocks = parse_blocks(lines)
     budget = Budget(hard, hard)
+    pieces: list[Piece] = []
     if len(blocks) == 1:
         pieces = [
             Piece(p.text, p.tokens, unit.start + p.start, unit.start + p.end, p.joiner)
             for p in split_block(blocks[0], lines, budget, count)
         ]
-    else:
+    if not pieces or any(p.tokens > hard for p in pieces):  # e.g. one table row over it
         pieces = split_text(unit.text, unit.start, budget, count)
     joiners = [unit.joiner] + [p.joiner for p in pieces[1:]]
     return [
