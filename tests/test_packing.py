@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import re
 
+import pytest
+
 from firechunk.chunker.blocks import CODE, LIST, TABLE, parse_blocks
 from firechunk.chunker.pieces import Budget, split_block, split_text
 from tests.chunk_helpers import (
@@ -117,6 +119,17 @@ def test_oversized_table_is_cut_by_rows_with_its_header_repeated():
         assert piece.text.split("\n")[:2] == head
     assert [row for p in pieces for row in p.text.split("\n")[2:]] == rows
     assert pieces[0].start == 0 and pieces[-1].end == len(lines)
+
+
+@pytest.mark.timeout(60)
+def test_a_table_row_over_the_hard_limit_is_cut_as_text_and_the_page_still_ends():
+    row = "| key | " + " ".join(f"w{i}" for i in range(1500)) + " |"
+    markdown = f"# T\n\n| a | b |\n|---|---|\n| x | y |\n{row}\n| z | q |"
+    chunks = chunk_one(markdown).chunks
+    assert all(c.tokens <= 1000 for c in chunks)
+    joined = " ".join(c.text for c in chunks)
+    assert all(f"w{i}" in joined.split() for i in (0, 777, 1499))
+    assert "| z | q |" in joined
 
 
 # -- lists over budget ----------------------------------------------------------------
