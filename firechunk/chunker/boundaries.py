@@ -125,7 +125,18 @@ def _resplit(unit: Unit, hard: int, count: Count) -> list[Unit]:
     if not pieces or any(p.tokens > hard for p in pieces):  # e.g. one table row over it
         pieces = split_text(unit.text, unit.start, budget, count)
     joiners = [unit.joiner] + [p.joiner for p in pieces[1:]]
+    # A unit's text need not be its page lines one for one (a table piece repeats the
+    # header rows), so line numbers counted in the text are kept inside the unit's span.
+    last = max(unit.start, unit.end - 1)
     return [
-        Unit(p.text, p.tokens, p.start, p.end, unit.path, unit.h1_ordinal, joiner)
+        Unit(
+            p.text,
+            p.tokens,
+            min(p.start, last),
+            min(max(p.end, p.start + 1), unit.end),
+            unit.path,
+            unit.h1_ordinal,
+            joiner,
+        )
         for p, joiner in zip(pieces, joiners, strict=True)
     ]
