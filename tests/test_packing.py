@@ -130,6 +130,8 @@ def test_a_table_row_over_the_hard_limit_is_cut_as_text_and_the_page_still_ends(
     joined = " ".join(c.text for c in chunks)
     assert all(f"w{i}" in joined.split() for i in (0, 777, 1499))
     assert "| z | q |" in joined
+    n_lines = len(markdown.split("\n"))
+    assert all(1 <= c.source_lines[0] <= c.source_lines[1] <= n_lines for c in chunks)
 
 
 # -- lists over budget ----------------------------------------------------------------

@@ -261,9 +261,14 @@ def assert_invariants(generated: Page, limits: Limits = DEFAULT) -> None:
     assert run.report.duplicate_chunks_dropped == 0
     texts = chunk_texts(run)
 
-    # Hard limit and exact counts.
+    # Hard limit and exact counts; source lines inside the page, in page order.
+    n_lines = len(markdown.replace("\r\n", "\n").split("\n"))
     for chunk in run.chunks:
         assert chunk.metadata.token_count == count(chunk.data.text) <= hard
+        first, last = chunk.metadata.source_lines
+        assert 1 <= first <= last <= n_lines
+    starts = [c.metadata.source_lines[0] for c in run.chunks]
+    assert starts == sorted(starts)
 
     # Every code block that fits is whole in exactly one chunk.
     for code in generated.code_blocks:
