@@ -157,6 +157,35 @@ def test_a_list_item_over_budget_is_cut_as_text_and_the_others_stay_whole():
     assert " ".join(p.text for p in middle) == items[1]
 
 
+def indented_code(n_lines: int, indent: str = "   ") -> str:
+    return "\n".join(
+        indent + line if line else "" for line in fenced(code_lines(n_lines)).split("\n")
+    )
+
+
+def test_a_code_block_in_an_oversized_list_item_is_kept_whole():
+    code = indented_code(30)
+    assert 300 < count(code) < 1000
+    markdown = f"# T\n\n1. {sentences(900, 1)}\n\n{code}\n\n   More text.\n\n2. Second item."
+    chunks = chunk_one(markdown).chunks
+    assert len(chunks) >= 2
+    assert sum(code in c.text for c in chunks) == 1
+    assert all(c.tokens <= 1000 for c in chunks)
+
+
+def test_oversized_code_in_a_one_item_list_is_refenced_with_its_indentation():
+    code = indented_code(200, "  ")
+    markdown = f"- {sentences(50, 1)}\n\n{code}"
+    chunks = chunk_one(markdown).chunks
+    pieces = [
+        p for c in chunks for p in re.findall(r"^  ```python\n.*?\n  ```$", c.text, re.S | re.M)
+    ]
+    assert len(pieces) >= 3
+    got = [line.strip() for p in pieces for line in body_lines(p) if line.strip()]
+    assert got == [line for line in code_lines(200) if line]
+    assert all(c.tokens <= 1000 for c in chunks)
+
+
 # -- prose over budget ---------------------------------------------------------------
 
 
