@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/firechunk chunk data/sample/crawl.json --data-dir data
+	$(BIN)/firechunk rebuild --replay data/sample/crawl.json --data-dir data
 	@echo "outputs: data/latest/ (chunks.json, chunks.parquet, pages.parquet, report.json, validation/)"
 
 test: $(STAMP)

@@ -23,7 +23,8 @@ class ValidationFailed(RuntimeError):
 
 @task(name="validate-publish", cache_policy=NO_CACHE)
 def validate_and_publish(run: ChunkRun, data_dir: Path, run_id: str | None = None) -> PublishResult:
-    result = build_and_publish(run, Path(data_dir), run_id=run_id)
+    # Absolute, so the output links on the dashboard work and GX gets the paths it needs.
+    result = build_and_publish(run, Path(data_dir).resolve(), run_id=run_id)
     logger = get_run_logger()
     message = format_result(result)
     if result.published:
