@@ -89,17 +89,39 @@ def _split_table(block: Block, lines: list[str], budget: Budget, count: Count) -
     frame = count("\n".join(head)) + 1
     rows = list(range(block.start + 2, block.end))
     groups = _group_lines(rows, lines, lambda i: budget.at(i) - frame, count, prefer_blank=False)
-    texts = ["\n".join([*head, *(lines[i] for i in group)]) for group in groups]
-    return [
-        Piece(
-            text,
-            count(text),
-            group[0] if n else block.start,
-            group[-1] + 1,
-            joiner="\n\n" if n else None,
-        )
-        for n, (text, group) in enumerate(zip(texts, groups, strict=True))
-    ]
+    pieces: list[Piece] = []
+    for group in groups:
+        first = not pieces
+        text = "\n".join([*head, *(lines[i] for i in group)])
+        joiner = None if first else "\n\n"
+        start = block.start if first else group[0]
+        tokens = count(text)
+        if tokens > budget.at(len(pieces)) and len(group) == 1:
+            room = Budget(budget.at(len(pieces)), budget.rest)
+            pieces.extend(_long_row(head if first else [], start, group[0], lines, room, count))
+            continue
+        pieces.append(Piece(text, tokens, start, group[-1] + 1, joiner))
+    return pieces
+
+
+def _long_row(
+    head: list[str], start: int, row: int, lines: list[str], budget: Budget, count: Count
+) -> list[Piece]:
+    """A row too long for any piece, cut as text. The table's first piece keeps the header
+    rows on top; the rest of the row goes without (a part of a cell is no row)."""
+    prefix = "\n".join(head)
+    room = count(prefix) + 1 if head else 0
+    parts = split_text(lines[row], row, Budget(budget.first - room, budget.rest), count)
+    if head:
+        text = f"{prefix}\n{parts[0].text}"
+        tokens = count(text)
+        if tokens <= budget.first:
+            parts[0] = Piece(text, tokens, start, parts[0].end)
+        else:  # the cut did not leave room after all: the header rows go first, alone
+            parts.insert(0, Piece(prefix, count(prefix), start, start + len(head)))
+            parts[1].joiner = "\n"
+    parts[0].joiner = None if head else "\n\n"
+    return parts
 
 
 def _group_lines(
