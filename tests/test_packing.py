@@ -132,6 +132,19 @@ def test_a_table_row_over_the_hard_limit_is_cut_as_text_and_the_page_still_ends(
     assert "| z | q |" in joined
     n_lines = len(markdown.split("\n"))
     assert all(1 <= c.source_lines[0] <= c.source_lines[1] <= n_lines for c in chunks)
+    # No chunk of header and delimiter rows alone.
+    assert not any(c.text.endswith("| a | b |\n|---|---|") for c in chunks)
+
+
+def test_a_long_first_row_keeps_the_header_rows_on_top():
+    row = "| key | " + " ".join(f"w{i}." for i in range(1500)) + " |"
+    head = ["| a | b |", "|---|---|"]
+    block, lines = only_block("\n".join([*head, row, "| z | q |"]))
+    pieces = split_block(block, lines, Budget(400, 400), count)
+    assert pieces[0].text.startswith("| a | b |\n|---|---|\n| key | w0.")
+    assert all(p.tokens <= 400 for p in pieces)
+    assert pieces[-1].text == "\n".join([*head, "| z | q |"])  # later rows: header again
+    assert " ".join(p.text for p in pieces[:-1]) == "\n".join([*head, row])
 
 
 # -- lists over budget ----------------------------------------------------------------
