@@ -1,0 +1,150 @@
+"""The rebuild flow on the shared corpus with 1 and 2 chunking workers, side by side.
+
+    python bench/rebuild_speed.py [--repeat 3] [--task-runner process|dask] [--json PATH]
+
+Every crawl file of `../shared/corpus/` (relative to the repository root) is merged into one
+crawl and rebuilt from that replay: load, chunk on N workers, validate, write, publish, the
+whole `rebuild` flow with Prefect's ephemeral API (as `firechunk rebuild` runs it). The
+corpus files are crawls of overlapping parts of the site on different dates, so a URL can
+appear in several; a crawl never returns a URL twice, so only its first occurrence is kept.
+
+One untimed rebuild first starts the temporary Prefect API and warms imports; then each
+repetition times 1 worker and 2 workers, in alternating order. The table shows medians
+(and ranges) of the whole flow run, of its chunk step (task-runner start, batches, pool
+shut-down, assembly) and of validation. The issue's target: 2 workers at least 1.6x faster
+than 1 over the whole rebuild.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS_DIR = ROOT.parent / "shared" / "corpus"
+TARGET = 1.6
+
+
+def main() -> int:
+    args = parse_args()
+    files = sorted(CORPUS_DIR.glob("*.json")) if CORPUS_DIR.is_dir() else []
+    if not files:
+        print(f"skipped: no shared corpus at {CORPUS_DIR} (it sits beside the repository)")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="rebuild-bench-") as scratch:
+        work = Path(scratch)
+        # Prefect reads its settings when imported: a home of the bench's own, and time
+        # for a fresh database to migrate.
+        os.environ["PREFECT_HOME"] = str(work / "prefect-home")
+        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+        os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        crawl_file, pages, dropped = merge_corpus(files, work / "corpus-crawl.json")
+        print(f"{len(files)} corpus files, {pages} pages ({dropped} repeated URLs left out)")
+        results = measure(crawl_file, work / "data", args.repeat, args.task_runner)
+    print_table(results, args.repeat, args.task_runner)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per worker count")
+    parser.add_argument("--task-runner", choices=["process", "dask"], default="process")
+    parser.add_argument("--json", type=Path, help="also write the raw timings here")
+    return parser.parse_args()
+
+
+def merge_corpus(files: list[Path], out: Path) -> tuple[Path, int, int]:
+    """All pages of all files in one crawl file, each URL once (its first occurrence)."""
+    from firechunk.crawlfile import read_crawl, write_crawl
+    from schemas.page import CrawlResult
+
+    seen: set[str] = set()
+    pages = []
+    dropped = 0
+    for path in files:
+        for page in read_crawl(path).data:
+            if page.url in seen:
+                dropped += 1
+                continue
+            seen.add(page.url)
+            pages.append(page)
+    write_crawl(out, CrawlResult(completed=len(pages), total=len(pages), data=pages))
+    return out, len(pages), dropped
+
+
+def measure(crawl_file: Path, data_dir: Path, repeat: int, task_runner: str) -> dict:
+    from flows.rebuild import rebuild
+
+    def one(workers: int, run_id: str) -> dict[str, float]:
+        started = time.perf_counter()
+        result = rebuild(
+            replay=crawl_file,
+            data_dir=data_dir,
+            workers=workers,
+            task_runner=task_runner,
+            run_id=run_id,
+        )
+        seconds = time.perf_counter() - started
+        report = json.loads((result.run_dir / "report.json").read_text(encoding="utf-8"))
+        return {
+            "rebuild": seconds,
+            "chunk": report["seconds"],
+            "validate": result.validation.seconds,
+        }
+
+    print("warm-up rebuild (starts the temporary Prefect API) ...", file=sys.stderr)
+    one(1, "warm-up")
+    timings: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+    for round_ in range(repeat):
+        order = (1, 2) if round_ % 2 == 0 else (2, 1)
+        for workers in order:
+            timing = one(workers, f"w{workers}-r{round_}")
+            timings[workers].append(timing)
+            print(
+                f"round {round_ + 1}/{repeat}, {workers} worker(s): "
+                f"{timing['rebuild']:.2f} s (chunk step {timing['chunk']:.2f} s)",
+                file=sys.stderr,
+            )
+    return {"cpus": os.cpu_count(), "task_runner": task_runner, "timings": timings}
+
+
+def print_table(results: dict, repeat: int, task_runner: str) -> None:
+    timings = results["timings"]
+
+    def cell(workers: int, what: str) -> str:
+        values = [t[what] for t in timings[workers]]
+        return f"{statistics.median(values):6.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    def median(workers: int, what: str) -> float:
+        return statistics.median(t[what] for t in timings[workers])
+
+    print()
+    print(
+        f"rebuild of the merged corpus, {task_runner} task runner, {results['cpus']} CPUs, "
+        f"median (range) of {repeat} runs, seconds"
+    )
+    print(f"{'':22}{'1 worker':>22}{'2 workers':>22}{'speed-up':>10}")
+    for what, label in [
+        ("rebuild", "whole flow run"),
+        ("chunk", "  chunk step"),
+        ("validate", "  validation"),
+    ]:
+        ratio = median(1, what) / median(2, what)
+        print(f"{label:22}{cell(1, what):>22}{cell(2, what):>22}{ratio:>9.2f}x")
+    speedup = median(1, "rebuild") / median(2, "rebuild")
+    verdict = "met" if speedup >= TARGET else "NOT met"
+    print(f"\ntarget: 2 workers >= {TARGET}x faster over the whole rebuild: {verdict}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
