@@ -50,7 +50,7 @@ def make_task_runner(
                 "n_workers": workers,
                 "threads_per_worker": 1,
                 "processes": True,
-                "dashboard_address": None,  # no dashboard port to collide on
+                "dashboard_address": "127.0.0.1:0",  # loopback, any free port
             },
         )
     raise ValueError(f"unknown task runner {kind!r}: use 'process' or 'dask'")

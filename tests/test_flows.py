@@ -160,7 +160,7 @@ def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(
     """Two Dask worker processes do the chunking; the stage flows hand over through a file."""
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
         ) as cluster,
         Client(cluster) as client,
         get_task_stream(client) as stream,
@@ -180,6 +180,29 @@ def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(
     published = validate_publish(chunk_run=tmp_path / "chunked", data_dir=tmp_path / "data")
     assert published.published
     assert chunk_ids(published.run_dir / "chunks.json") == sample_ids
+
+
+def test_cli_rebuild_on_its_own_local_dask_cluster(prefect_api, tmp_path, sample_ids):
+    """`--task-runner dask` with no address starts (and stops) a local cluster of its own."""
+    data_dir = tmp_path / "data"
+    result = CliRunner().invoke(
+        app,
+        ["rebuild", "--replay", str(SAMPLE_CRAWL), "--data-dir", str(data_dir)]
+        + ["--task-runner", "dask", "--workers", "2", "--run-id", "on-dask"],
+    )
+
+    assert result.exit_code == 0, result.output
+    run_dir = data_dir / "runs" / "on-dask"
+    assert f"outputs in {run_dir.resolve()}/" in result.output
+    assert (data_dir / "latest").resolve() == run_dir.resolve()
+    assert chunk_ids(run_dir / "chunks.json") == sample_ids
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    with get_client(sync_client=True) as client:
+        [latest_run] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+    assert any("batches on DaskTaskRunner" in line for line in logs_of(latest_run.id))
 
 
 def test_crawl_flow_takes_the_key_from_a_secret_block_and_never_shows_it(
