@@ -11,7 +11,7 @@ units were built (`pieces.py`).
 
 from __future__ import annotations
 
-from firechunk.chunker.blocks import parse_blocks
+from firechunk.chunker.blocks import CODE, HEADING, OTHER, Block, parse_blocks
 from firechunk.chunker.pieces import Budget, Count, Piece, split_block, split_text
 from firechunk.chunker.split import Limits, Unit, estimate, pack_section
 
@@ -104,23 +104,44 @@ def _cut_before_headings(group: Group, limits: Limits, count: Count) -> list[Gro
     hard = limits.hard - estimate(headings) - 1 - 2 * len(group)
     if len(body) > 1:
         parts = _repack(body, Limits(limits.soft, hard))
+    elif _lone_block(body[0])[1].kind == CODE and body[0].tokens <= limits.hard:
+        return [body, headings]  # code that fits is never cut: the headings stay apart
     else:
         parts = [[piece] for piece in _resplit(body[0], hard, count)]
     parts[-1] = parts[-1] + headings
     return parts
 
 
-def _resplit(unit: Unit, hard: int, count: Count) -> list[Unit]:
-    """Cut a unit over the limit again: a lone block by its own grain (code re-fenced,
-    tables with their header), anything else as text."""
+def _lone_block(unit: Unit) -> tuple[str, Block]:
+    """The heading lines a unit opens with (its verbatim text up to the block, blank line
+    included) and its block, when it holds exactly one besides them; else ("", OTHER)."""
     lines = unit.text.split("\n")
     blocks = parse_blocks(lines)
+    lead = 0
+    while lead < len(blocks) and blocks[lead].kind == HEADING:
+        lead += 1
+    if len(blocks) - lead != 1:
+        return "", Block(kind=OTHER, start=0, end=len(lines))
+    block = blocks[lead]
+    return "".join(line + "\n" for line in lines[: block.start]), block
+
+
+def _resplit(unit: Unit, hard: int, count: Count) -> list[Unit]:
+    """Cut a unit over the limit again: a lone block (under any stacked headings) by its
+    own grain, code re-fenced and tables with their header; anything else as text."""
+    lines = unit.text.split("\n")
+    headings, block = _lone_block(unit)
     budget = Budget(hard, hard)
     pieces: list[Piece] = []
-    if len(blocks) == 1:
+    if block.kind != OTHER:
+        room = count(headings) if headings else 0
+        pieces = split_block(block, lines, Budget(hard - room, hard), count)
+        if headings:  # stacked headings stay on top of the block's first piece
+            text = headings + pieces[0].text
+            pieces[0] = Piece(text, count(text), 0, pieces[0].end)
         pieces = [
             Piece(p.text, p.tokens, unit.start + p.start, unit.start + p.end, p.joiner)
-            for p in split_block(blocks[0], lines, budget, count)
+            for p in pieces
         ]
     if not pieces or any(p.tokens > hard for p in pieces):  # e.g. one table row over it
         pieces = split_text(unit.text, unit.start, budget, count)
