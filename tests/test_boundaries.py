@@ -120,6 +120,30 @@ def test_a_fenced_unit_over_the_limit_is_cut_with_its_fences():
     assert repacked[0][0].start == 5 and repacked[-1][0].end == 407
 
 
+def test_trailing_headings_never_cut_code_that_fits():
+    # Code of 900 tokens, then a page-closing heading too long to share its chunk: the
+    # code stays whole and the heading is left on its own (the one case the rules allow).
+    code = "```\n" + "\n".join(f"row_{i} = lookup('key {i}')" for i in range(90)) + "\n```"
+    assert 800 < count(code) <= 1000
+    heading = "## " + " ".join(["closing"] * 300)
+    code_unit = Unit(code, count(code), 0, 92, (), 0)
+    trailing = Unit(heading, count(heading), 93, 94, (), 0, headings_only=True)
+    exact = count(f"{code}\n\n{heading}")
+    repacked = enforce_hard_limit([[code_unit, trailing]], [""], [exact], LIMITS, count)
+    assert names(repacked) == [[code], [heading]]
+
+
+def test_a_re_cut_keeps_stacked_headings_on_the_first_fenced_piece():
+    code = "```sql\n" + "\n".join(f"select {i} from t{i};" for i in range(400)) + "\n```"
+    text = f"## Queries\n\n{code}"
+    over = Unit(text, count(text), 0, 404, (), 0)
+    repacked = enforce_hard_limit([[over]], [text], [count(text)], LIMITS, count)
+    assert repacked[0][0].text.startswith("## Queries\n\n```sql\nselect 0 from t0;")
+    for [piece] in repacked:
+        assert piece.tokens <= 1000 and piece.text.endswith("\n```")
+        assert "```sql\n" in piece.text
+
+
 # -- through chunk_page ---------------------------------------------------------------
 
 

@@ -85,7 +85,8 @@ sizes = st.one_of(st.integers(3, 60), st.integers(60, 400), st.integers(400, 140
 def headings(draw):
     level = draw(st.integers(1, 3))
     setext = level <= 2 and draw(st.booleans())
-    title = " ".join(draw(st.lists(st.sampled_from(VOCAB[:24]), min_size=1, max_size=4)))
+    size = draw(st.one_of(st.integers(1, 4), st.integers(1, 4), st.integers(30, 700)))
+    title = " ".join(draw(st.lists(st.sampled_from(VOCAB[:24]), min_size=size, max_size=size)))
     anchor = draw(st.booleans())
     slug = re.sub(r"\W+", "-", title)
 
@@ -185,6 +186,7 @@ def lists(draw):
 @st.composite
 def tables(draw):
     seed, n_rows, n_cols = draw(st.integers(0, 10**6)), draw(st.integers(1, 120)), 3
+    long_cell = draw(st.one_of(st.just(0), st.just(0), st.integers(20, 1500)))
 
     def add(page: Page, tag: str) -> None:
         rng = random.Random(seed)
@@ -193,8 +195,27 @@ def tables(draw):
             "| " + " | ".join(f"{tag}r{r} {rng.choice(VOCAB)}" for _ in range(n_cols)) + " |"
             for r in range(n_rows)
         ]
+        if long_cell:  # a row holding a whole paragraph, sometimes over any limit
+            row = rng.randrange(n_rows)
+            rows[row] = rows[row][:-1] + sentence_words(rng, tag, long_cell) + " |"
         page.parts.append("\n".join([head, "|" + "---|" * n_cols, *rows]))
         page.table_heads.add(head)
+
+    return add
+
+
+@st.composite
+def quotes(draw):
+    """Block quotes (callouts): sentences on '> ' lines, sometimes a list inside."""
+    seed, n_words = draw(st.integers(0, 10**6)), draw(sizes)
+    with_list = draw(st.booleans())
+
+    def add(page: Page, tag: str) -> None:
+        rng = random.Random(seed)
+        lines = re.sub(f" (?={tag} )", "\n", sentence_words(rng, tag, n_words)).split("\n")
+        if with_list:
+            lines += ["", *(f"- {sentence_words(rng, tag, 8)}" for _ in range(3))]
+        page.parts.append("\n".join(f"> {line}".rstrip() for line in lines))
 
     return add
 
@@ -204,7 +225,14 @@ debris = st.sampled_from(["Loading...", "PIPConda", "ClientServer", "* * *", "2"
 )
 
 blocks = st.one_of(
-    headings(), paragraphs(), fenced_code(), flattened_code(), lists(), tables(), debris
+    headings(),
+    paragraphs(),
+    fenced_code(),
+    flattened_code(),
+    lists(),
+    tables(),
+    quotes(),
+    debris,
 )
 
 
@@ -293,9 +321,11 @@ def assert_invariants(generated: Page, limits: Limits = DEFAULT) -> None:
     # No header-only chunk (each has a block that is not a heading), but for the one case
     # the rules leave no way around.
     forced = 0
-    for text, following in zip(texts, [*texts[1:], None], strict=True):
+    for i, text in enumerate(texts):
         if not any(b.kind != HEADING for b in parse_blocks(text.split("\n"))):
-            assert forced_header_only(text, following, hard), text[:200]
+            before = texts[i - 1] if i else None
+            after = texts[i + 1] if i + 1 < len(texts) else None
+            assert forced_header_only(text, before, after, hard), text[:200]
             forced += 1
 
     # No heading anchor or loading debris survives.
@@ -324,18 +354,26 @@ def assert_invariants(generated: Page, limits: Limits = DEFAULT) -> None:
     assert len({c.chunk_id for c in run.chunks}) == len(run.chunks)
 
 
-def forced_header_only(text: str, following: str | None, hard: int) -> bool:
-    """Headings that open a page above a code block that fits the hard limit alone but not
-    with them: stacking would push the chunk over, cutting would split code that fits,
-    and there is no earlier chunk to take them. The rules then leave them on their own."""
-    if following is None:
-        return False
-    lines = following.split("\n")
-    blocks = parse_blocks(lines)
-    if not blocks or blocks[0].kind != CODE:
-        return False
-    code = "\n".join(lines[blocks[0].start : blocks[0].end])
-    return count(code) <= hard < count(f"{text}\n\n{code}")
+def forced_header_only(text: str, before: str | None, after: str | None, hard: int) -> bool:
+    """Headings next to a code block that fits the hard limit alone but not with them, and
+    no other chunk to take them: above it at the start of a page, or below it at the end.
+    Stacking would push the chunk over, cutting would split code that fits; the rules then
+    leave the headings on their own."""
+    return any(
+        neighbour is not None
+        and lone_code(neighbour) is not None
+        and count(lone_code(neighbour)) <= hard < count(f"{text}\n\n{lone_code(neighbour)}")
+        for neighbour in (before, after)
+    )
+
+
+def lone_code(text: str) -> str | None:
+    """The code block a chunk holds (under any heading lines), when it holds only that."""
+    lines = text.split("\n")
+    blocks = [b for b in parse_blocks(lines) if b.kind != HEADING]
+    if len(blocks) != 1 or blocks[0].kind != CODE:
+        return None
+    return "\n".join(lines[blocks[0].start : blocks[0].end])
 
 
 def fenced_segments(text: str) -> list[tuple[str, list[str], str]]:
