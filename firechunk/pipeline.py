@@ -355,20 +355,16 @@ def _fill_report(run: ChunkRun, inputs, plan, outcomes, seconds: float) -> None:
     report.tokens_after_cleanup = sum(p.tokens_after_cleanup for p in chunked)
     report.tokens_in_chunks = sum(c.metadata.token_count for c in run.chunks)
     removed: dict[str, int] = {}
-    for p in chunked:
-        outcome = outcomes[
-            plan.same_as.get(inputs[_index_of(inputs, p)].index, _index_of(inputs, p))
-        ]
+    for page, record in zip(inputs, run.pages, strict=True):  # run.pages is in input order
+        if record.status != "chunked":
+            continue
+        outcome = outcomes[plan.same_as.get(page.index, page.index)]
         for rule, tokens in outcome.chunks.removed_tokens.items():
             removed[rule] = removed.get(rule, 0) + tokens
     report.cleanup_tokens_removed = removed
     report.aliases = {p.canonical_url: p.aliases for p in chunked if p.aliases}
     report.chunk_tokens = percentiles(c.metadata.token_count for c in run.chunks)
     report.seconds = round(seconds, 3)
-
-
-def _index_of(inputs, record: PageRecord) -> int:
-    return next(p.index for p in inputs if p.url == record.url)
 
 
 def percentiles(values: Iterable[int]) -> SizePercentiles:
