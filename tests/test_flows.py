@@ -29,11 +29,13 @@ from firechunk.crawl.errors import (
     TargetMismatchError,
 )
 from firechunk.crawlfile import read_crawl
+from firechunk.pipeline import chunk_crawl
 from firechunk.publish import switch_latest
 from flows.chunk import chunk as chunk_flow
 from flows.crawl import crawl as crawl_flow
 from flows.rebuild import rebuild
 from flows.validate_publish import validate_publish
+from schemas.page import CrawlResult
 from tasks.crawl import API_KEY_ENV, _worth_retrying, crawl_site
 from tests.crawl_fixtures import CANARY_KEY, page_size_for, served_pages
 from tests.firecrawl_server import FakeFirecrawl
@@ -203,6 +205,38 @@ def test_cli_rebuild_on_its_own_local_dask_cluster(prefect_api, tmp_path, sample
     with get_client(sync_client=True) as client:
         [latest_run] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
     assert any("batches on DaskTaskRunner" in line for line in logs_of(latest_run.id))
+
+
+def test_rebuild_crawls_with_the_given_paths_then_chunks_and_publishes(
+    prefect_api, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(API_KEY_ENV, CANARY_KEY)
+    pages = served_pages()
+    data_dir = tmp_path / "data"
+    with FakeFirecrawl(pages, api_key=CANARY_KEY, scraping_polls=0) as server:
+        result = rebuild(
+            site_url="https://docs.example.com/docs",
+            include_paths=["/docs/guides/"],
+            exclude_paths=["retries"],
+            limit=50,
+            api_url=server.base_url,
+            data_dir=data_dir,
+            secret_block="no-such-block",
+            workers=1,
+        )
+        [body] = server.start_bodies
+
+    assert body["url"] == "https://docs.example.com/docs" and body["limit"] == 50
+    assert body["includePaths"] == ["/docs/guides/"] and body["excludePaths"] == ["retries"]
+    wanted = [p for p in pages if "/docs/guides/" in p["metadata"]["sourceURL"]]
+    wanted = [p for p in wanted if "retries" not in p["metadata"]["sourceURL"]]
+    assert 2 <= len(wanted) < len(pages)
+    expected = chunk_crawl(CrawlResult.model_validate({"data": wanted}), workers=1)
+    assert result.published
+    assert chunk_ids(result.run_dir / "chunks.json") == [c.chunk_id for c in expected.chunks]
+    assert not [
+        p for p in data_dir.rglob("*") if p.is_file() and CANARY_KEY.encode() in p.read_bytes()
+    ]
 
 
 def test_crawl_flow_takes_the_key_from_a_secret_block_and_never_shows_it(
