@@ -43,7 +43,7 @@ def build_and_publish(
     If writing or validating raises, the run is marked failed with the error before the
     exception goes on: a run directory without a passed `status.json` is never published.
     """
-    data_dir = Path(data_dir)
+    data_dir = Path(data_dir).resolve()  # GX needs absolute paths
     run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
     outcome = build_and_validate(run, run_dir, run_id, suites_dir=suites_dir)
     if outcome.success:
@@ -61,6 +61,7 @@ def build_and_validate(
     run: ChunkRun, run_dir: Path, run_id: str, *, suites_dir: Path = SUITES_DIR
 ) -> ValidationOutcome:
     """Write `run` into `run_dir`, validate it and record the verdict in its `status.json`."""
+    run_dir = Path(run_dir).resolve()
     try:
         write_run_outputs(run, run_dir)
         outcome = validate_run(run, run_dir, suites_dir=suites_dir, run_id=run_id)

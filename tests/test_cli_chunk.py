@@ -13,12 +13,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "crawl.json"
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "firechunk.cli", *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         timeout=300,
     )
 
@@ -45,10 +45,10 @@ def test_writes_the_run_files_and_no_temporaries(sample_run: Path):
     assert json.loads((sample_run / "status.json").read_text())["status"] == "passed"
 
 
-def test_publishes_into_the_data_dir(tmp_path: Path):
-    result = run_cli("chunk", str(SAMPLE), "--data-dir", str(tmp_path), "--workers", "1")
+def test_publishes_into_a_relative_data_dir(tmp_path: Path):
+    result = run_cli("chunk", str(SAMPLE), "--data-dir", "data", "--workers", "1", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    latest = tmp_path / "latest"
+    latest = tmp_path / "data" / "latest"
     assert latest.is_symlink()
     assert (latest / "chunks.json").is_file()
     assert "published" in result.stderr
