@@ -6,8 +6,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.names import site_and_date
-from flows.rebuild import SUPABASE_DOCS
+from flows.names import SUPABASE_DOCS, site_and_date
 from schemas.job import ApiVersion, CrawlTarget
 from tasks.crawl import DEFAULT_SECRET_BLOCK, crawl_site
 

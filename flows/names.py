@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 from prefect.runtime import flow_run
 
+SUPABASE_DOCS = "https://supabase.com/docs"
+
 
 def site_and_date() -> str:
     """The flow-run name: the site (or the crawl file a run replays) and the UTC date."""

@@ -11,16 +11,15 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.names import site_and_date
-from schemas.job import ApiVersion, CrawlTarget
+from flows.crawl import crawl as crawl_flow
+from flows.names import SUPABASE_DOCS, site_and_date
+from schemas.job import ApiVersion
 from schemas.publish import PublishResult
 from tasks.artifacts import report_to_dashboard, timed
 from tasks.chunk import chunk_in_parallel
-from tasks.crawl import DEFAULT_SECRET_BLOCK, crawl_site, load_crawl
+from tasks.crawl import DEFAULT_SECRET_BLOCK, load_crawl
 from tasks.publish import raise_if_failed, validate_and_publish
 from tasks.runners import TaskRunnerKind, make_task_runner
-
-SUPABASE_DOCS = "https://supabase.com/docs"
 
 
 @flow(name="rebuild", flow_run_name=site_and_date)
@@ -48,19 +47,16 @@ def rebuild(
     seconds: dict[str, float] = {}
     with timed(seconds, "crawl" if replay is None else "load replay"):
         if replay is None:
-            target = CrawlTarget(
-                url=site_url,
-                include_paths=include_paths or [],
-                exclude_paths=exclude_paths or [],
+            replay = crawl_flow(
+                site_url=site_url,
+                include_paths=include_paths,
+                exclude_paths=exclude_paths,
                 limit=limit,
-            )
-            replay = crawl_site(
-                target,
-                data_dir=data_dir,
                 api_version=api_version,
                 api_url=api_url,
+                data_dir=data_dir,
                 secret_block=secret_block,
-            ).crawl_file
+            )
         crawl = load_crawl(replay)
     with timed(seconds, "chunk"):
         runner = make_task_runner(task_runner, workers, dask_address)
