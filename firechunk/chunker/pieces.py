@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from firechunk.chunker.blocks import CODE, LIST, TABLE, Block, parse_blocks
+from firechunk.chunker.blocks import CODE, LIST, QUOTE, TABLE, Block, parse_blocks
 
 Count = Callable[[str], int]
 
@@ -50,6 +50,8 @@ def split_block(block: Block, lines: list[str], budget: Budget, count: Count) ->
         return _split_table(block, lines, budget, count)
     if block.kind == LIST and block.items:
         return _split_list(block, lines, budget, count)
+    if block.kind == QUOTE:
+        return _split_quote(block, lines, budget, count)
     return split_text(text, block.start, budget, count)
 
 
@@ -176,9 +178,33 @@ def _split_item(item: Block, lines: list[str], budget: Budget, count: Count) -> 
     tokens = count(text)
     if tokens <= budget.first:
         return [Piece(text, tokens, item.start, item.end)]
-    inner = _item_blocks(item, lines)
+    return _split_inner(item, _item_blocks(item, lines), lines, budget, count)
+
+
+def _split_quote(quote: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+    """A block quote (a callout) over budget is cut like a list item, between the blocks it
+    holds; every line keeps its '>' marker, so a code piece is re-fenced inside the quote."""
+    own = [_QUOTE_MARKER.sub("", line) for line in lines[quote.start : quote.end]]
+    inner = _inner_blocks(quote.start, own)
+    pieces = _split_inner(quote, inner, lines, budget, count)
+    # The '>' lines between the blocks are the quote's blank lines: kept verbatim as the
+    # joiner, so two pieces that end up in one chunk read as one quote.
+    firsts = {block.start: block for block in inner}
+    for before, piece in zip(pieces, pieces[1:], strict=False):
+        if piece.joiner is None and piece.start in firsts and piece.start > before.end:
+            piece.joiner = "\n" + "\n".join(lines[before.end : piece.start]) + "\n"
+    return pieces
+
+
+_QUOTE_MARKER = re.compile(r"^ {0,3}> ?")
+
+
+def _split_inner(
+    outer: Block, inner: list[Block], lines: list[str], budget: Budget, count: Count
+) -> list[Piece]:
     if len(inner) <= 1 and not any(block.kind == CODE for block in inner):
-        return split_text(text, item.start, budget, count)
+        text = "\n".join(lines[outer.start : outer.end])
+        return split_text(text, outer.start, budget, count)
     pieces: list[Piece] = []
     for block in inner:
         pieces.extend(split_block(block, lines, Budget(budget.at(len(pieces)), budget.rest), count))
@@ -197,11 +223,16 @@ def _item_blocks(item: Block, lines: list[str]) -> list[Block]:
     dedented = [own[0][width:]] + [
         line[min(width, len(line) - len(line.lstrip(" "))) :] for line in own[1:]
     ]
+    return _inner_blocks(item.start, dedented)
+
+
+def _inner_blocks(start: int, dedented: list[str]) -> list[Block]:
+    """Blocks of a container's lines with its markers taken off; spans index the page."""
     blocks = parse_blocks(dedented)
     for block in blocks:
-        block.start += item.start
-        block.end += item.start
-        block.items = tuple(i + item.start for i in block.items)
+        block.start += start
+        block.end += start
+        block.items = tuple(i + start for i in block.items)
     return blocks
 
 
