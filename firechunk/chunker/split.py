@@ -97,9 +97,11 @@ def _stacked_headings(stacked: list[Block], lines: list[str], count: Count) -> t
 def _room_for(
     block: Block, heading_tokens: int, lines: list[str], limits: Limits, count: Count
 ) -> bool:
-    """Whether headings can stack onto this block. They cannot when they are absurdly long,
-    or when they would force a code block that fits the hard limit alone to be cut."""
-    if heading_tokens >= limits.hard // 2:
+    """Whether headings can stack onto this block. They cannot when they leave less than a
+    small fragment of room, or when they would force a code block that fits the hard limit
+    alone to be cut. (Long headings that stack cut the block's first piece short; left
+    apart, they would make a header-only chunk.)"""
+    if heading_tokens > limits.hard - limits.min_tokens:
         return False
     if block.kind != CODE:
         return True
