@@ -221,6 +221,16 @@ def test_h1_without_intro_stacks_onto_the_first_h2():
     assert (chunk.h1, chunk.h2) == ("T", "B")
 
 
+def test_a_long_heading_takes_a_shorter_first_piece_rather_than_standing_alone():
+    heading = "## " + " ".join(f"topic{i}" for i in range(250))
+    assert 500 < count(heading) < 900
+    paragraph = sentences(800, 4)
+    chunks = chunk_one(f"{heading}\n\n{paragraph}").chunks
+    assert not any(is_header_only(c.text) for c in chunks)
+    assert chunks[0].text.startswith(f"{heading}\n\nThe ")
+    assert all(c.tokens <= 1000 for c in chunks)
+
+
 def test_headings_stay_apart_from_code_they_would_push_over_the_limit():
     code_lines = [f"row_{i} = lookup('key number {i}')" for i in range(85)]
     code_lines.append("note = ''")

@@ -209,13 +209,20 @@ def quotes(draw):
     """Block quotes (callouts): sentences on '> ' lines, sometimes a list inside."""
     seed, n_words = draw(st.integers(0, 10**6)), draw(sizes)
     with_list = draw(st.booleans())
+    code_size = draw(st.sampled_from([0, 0, 10, 60, 150]))
 
     def add(page: Page, tag: str) -> None:
         rng = random.Random(seed)
         lines = re.sub(f" (?={tag} )", "\n", sentence_words(rng, tag, n_words)).split("\n")
         if with_list:
             lines += ["", *(f"- {sentence_words(rng, tag, 8)}" for _ in range(3))]
-        page.parts.append("\n".join(f"> {line}".rstrip() for line in lines))
+        if code_size:
+            body = [code_line(rng, f"{tag}q", n) for n in range(code_size)]
+            code = "\n".join(f"> {line}".rstrip() for line in ["```sh", *body, "```"])
+            page.code_blocks.append(code)
+            lines.append("")
+        text = "\n".join(f"> {line}".rstrip() for line in lines)
+        page.parts.append(f"{text}\n{code}" if code_size else text)
 
     return add
 
@@ -251,6 +258,7 @@ def pages(draw) -> Page:
 # -- what the invariants compare ------------------------------------------------------
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_QUOTED = re.compile(r"^ {0,3}> ?")
 
 
 def word_sequence(lines: list[str], table_heads: set[str], seen_heads: set[str]) -> list[str]:
@@ -261,8 +269,8 @@ def word_sequence(lines: list[str], table_heads: set[str], seen_heads: set[str])
         if skip_delimiter:
             skip_delimiter = False
             continue
-        if _FENCE.match(line):
-            continue
+        if _FENCE.match(_QUOTED.sub("", line)) or line.strip() == ">":
+            continue  # fences (a cut block is re-fenced); '>' alone is a quote's blank line
         if line in table_heads:
             if line in seen_heads:
                 skip_delimiter = True
@@ -381,11 +389,11 @@ def fenced_segments(text: str) -> list[tuple[str, list[str], str]]:
     a list item or not."""
     segments, opener, body = [], None, []
     for line in text.split("\n"):
-        match = _FENCE.match(line)
+        match = _FENCE.match(_QUOTED.sub("", line))
         if opener is None:
             if match:
                 opener, fence, body = line, match.group(1), []
-        elif line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
+        elif (bare := _QUOTED.sub("", line).strip()).startswith(fence) and set(bare) == {fence[0]}:
             segments.append((opener, body, line))
             opener = None
         else:
@@ -397,11 +405,11 @@ def assert_refenced(code: str, texts: list[str]) -> None:
     """An oversized block comes back as fenced pieces with its own opening line, each
     within the limit, holding its non-blank lines in order."""
     lines = code.split("\n")
-    tag = lines[1].strip().split("_")[0] + "_"
+    tag = _QUOTED.sub("", lines[1]).strip().split("_")[0] + "_"
     bodies = []
     for text in texts:
         for opener, body, closer in fenced_segments(text):
-            if any(line.strip().startswith(tag) for line in body):
+            if any(_QUOTED.sub("", line).strip().startswith(tag) for line in body):
                 assert (opener, closer) == (lines[0], lines[-1])  # same fence and info string
                 bodies.append(body)
     assert len(bodies) >= 2
