@@ -186,9 +186,16 @@ def _split_quote(quote: Block, lines: list[str], budget: Budget, count: Count) -
     holds; every line keeps its '>' marker, so a code piece is re-fenced inside the quote."""
     own = [_QUOTE_MARKER.sub("", line) for line in lines[quote.start : quote.end]]
     inner = _inner_blocks(quote.start, own)
+    # The '>' lines between the blocks are the quote's blank lines, text of the page: they
+    # go with the block before them, or after them when that one is code (whose fences
+    # must stay its first and last lines); between two code blocks, with the joiner.
+    for before, after in zip(inner, inner[1:], strict=False):
+        if before.kind != CODE:
+            before.end = after.start
+        elif after.kind != CODE:
+            after.start = before.end
+            after.items = (after.start, *after.items[1:]) if after.items else ()
     pieces = _split_inner(quote, inner, lines, budget, count)
-    # The '>' lines between the blocks are the quote's blank lines: kept verbatim as the
-    # joiner, so two pieces that end up in one chunk read as one quote.
     firsts = {block.start: block for block in inner}
     for before, piece in zip(pieces, pieces[1:], strict=False):
         if piece.joiner is None and piece.start in firsts and piece.start > before.end:
