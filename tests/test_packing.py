@@ -199,6 +199,31 @@ def test_oversized_code_in_a_one_item_list_is_refenced_with_its_indentation():
     assert all(c.tokens <= 1000 for c in chunks)
 
 
+def quoted(text: str) -> str:
+    return "\n".join(f"> {line}".rstrip() for line in text.split("\n"))
+
+
+def test_a_code_block_in_an_oversized_quote_is_kept_whole_with_every_quote_line():
+    code = quoted(fenced(code_lines(30), "js"))
+    markdown = f"# T\n\n> {sentences(900, 1)}\n>\n{code}\n>\n> After the code."
+    chunks = chunk_one(markdown).chunks
+    assert len(chunks) >= 2
+    assert sum(code in c.text for c in chunks) == 1
+    # Every line of the quote is in a chunk, the '>' blank lines too.
+    kept = [line for c in chunks for line in c.text.split("\n")]
+    assert kept.count(">") == markdown.split("\n").count(">")
+
+
+def test_oversized_code_in_a_quote_is_refenced_inside_the_quote():
+    code = quoted(fenced(code_lines(200), "js"))
+    chunks = chunk_one(f"> Intro line of the callout.\n>\n{code}").chunks
+    pieces = [p for c in chunks for p in re.findall(r"^> ```js\n.*?\n> ```$", c.text, re.S | re.M)]
+    assert len(pieces) >= 3
+    got = [line[2:] for p in pieces for line in body_lines(p) if line.strip() != ">"]
+    assert got == [line for line in code_lines(200) if line]
+    assert all(c.tokens <= 1000 for c in chunks)
+
+
 # -- prose over budget ---------------------------------------------------------------
 
 
