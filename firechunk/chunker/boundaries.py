@@ -161,3 +161,21 @@ def _resplit(unit: Unit, hard: int, count: Count) -> list[Unit]:
         )
         for p, joiner in zip(pieces, joiners, strict=True)
     ]
+
+
+def cut_as_text(
+    groups: list[Group], texts: list[str], tokens: list[int], limits: Limits, count: Count
+) -> list[Group]:
+    """Last resort, always within the limit: every group still over it becomes plain-text
+    pieces of its joined text."""
+    out: list[Group] = []
+    for group, text, n in zip(groups, texts, tokens, strict=True):
+        if n <= limits.hard:
+            out.append(group)
+            continue
+        first = group[0]
+        pieces = split_text(text, first.start, Budget(limits.hard, limits.hard), count)
+        out.extend(
+            [Unit(p.text, p.tokens, p.start, p.end, first.path, first.h1_ordinal)] for p in pieces
+        )
+    return out

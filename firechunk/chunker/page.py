@@ -18,6 +18,8 @@ from firechunk.chunker.pieces import Count
 from firechunk.chunker.sections import HeadingPath, headers_of, split_sections
 from firechunk.chunker.split import Limits, Unit, build_units, pack_section
 
+MAX_REPACKS = 8  # re-packing converges in one or two rounds; this bounds the worst case
+
 
 class PageRejected(ValueError):
     """The page cannot be chunked; `reason` is a short code for the quarantine record."""
@@ -77,8 +79,14 @@ def chunk_page(
     groups = boundaries.attach_lone_headings(groups, options.limits)
     groups = boundaries.merge_small(groups, options.limits)
     texts, tokens = _join_groups(groups, count)
-    while repacked := boundaries.enforce_hard_limit(groups, texts, tokens, options.limits, count):
+    for _ in range(MAX_REPACKS):
+        repacked = boundaries.enforce_hard_limit(groups, texts, tokens, options.limits, count)
+        if repacked is None:
+            break
         groups = repacked
+        texts, tokens = _join_groups(groups, count)
+    else:  # re-packing did not converge (pathological headings): cut what is left as text
+        groups = boundaries.cut_as_text(groups, texts, tokens, options.limits, count)
         texts, tokens = _join_groups(groups, count)
     fallback_h1 = _first_h1(blocks) or title
     chunks = [
