@@ -102,6 +102,8 @@ def _cut_before_headings(group: Group, limits: Limits, count: Count) -> list[Gro
     k = _trailing_headings(group)
     body, headings = group[:-k], group[-k:]
     hard = limits.hard - estimate(headings) - 1 - 2 * len(group)
+    if hard < limits.min_tokens:  # headings as long as a chunk: no content fits beside them
+        return [body, headings]
     if len(body) > 1:
         parts = _repack(body, Limits(limits.soft, hard))
     elif _lone_block(body[0])[1].kind == CODE and body[0].tokens <= limits.hard:
