@@ -120,6 +120,26 @@ def test_a_fenced_unit_over_the_limit_is_cut_with_its_fences():
     assert repacked[0][0].start == 5 and repacked[-1][0].end == 407
 
 
+def test_trailing_headings_as_long_as_a_chunk_leave_the_content_alone():
+    # No room is left beside them: cutting the content for them would only make pieces of
+    # a few characters (found at a 160-token limit: 't', 'i', dropped as duplicates).
+    small = Limits(soft=120, hard=160, min_tokens=30)
+    content = Unit("Some words here.", 4, 0, 1, (), 0)
+    heading = "# " + " ".join(["the"] * 180)
+    trailing = Unit(heading, count(heading), 2, 3, (), 0, headings_only=True)
+    exact = count(f"Some words here.\n\n{heading}")
+    repacked = enforce_hard_limit([[content, trailing]], [""], [exact], small, count)
+    assert names(repacked) == [["Some words here."], [heading]]
+
+
+def test_a_heading_longer_than_the_limit_is_cut_without_crumbs():
+    heading = "# " + " ".join(["the"] * 180)
+    chunks = chunk_one(f"Some words here.\n\n{heading}", soft=120, hard=160, min_tokens=30).chunks
+    assert all(c.tokens <= 160 for c in chunks)
+    assert len({c.text for c in chunks}) == len(chunks)
+    assert all(len(c.text) > 10 for c in chunks)
+
+
 def test_trailing_headings_never_cut_code_that_fits():
     # Code of 900 tokens, then a page-closing heading too long to share its chunk: the
     # code stays whole and the heading is left on its own (the one case the rules allow).
