@@ -101,9 +101,10 @@ def _cut_before_headings(group: Group, limits: Limits, count: Count) -> list[Gro
     again with room left for them, so they end a chunk with content, never alone."""
     k = _trailing_headings(group)
     body, headings = group[:-k], group[-k:]
-    hard = limits.hard - estimate(headings) - 1 - 2 * len(group)
-    if hard < limits.min_tokens:  # headings as long as a chunk: no content fits beside them
+    room = limits.hard - estimate(headings) - 1
+    if room < limits.min_tokens:  # headings as long as a chunk: no content fits beside them
         return [body, headings]
+    hard = room - 2 * len(group)
     if len(body) > 1:
         parts = _repack(body, Limits(limits.soft, hard))
     elif _lone_block(body[0])[1].kind == CODE and body[0].tokens <= limits.hard:
