@@ -9,27 +9,40 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
     """Call `write` with a temporary binary file, then rename it to `path`."""
+    with atomic_open(path) as handle:
+        write(handle)
+    return Path(path)
+
+
+@contextmanager
+def atomic_open(path: Path) -> Iterator[IO[bytes]]:
+    """A temporary binary file that becomes `path` when the `with` block ends without error.
+
+    For outputs written piece by piece (a Parquet file row group by row group, a JSON array
+    chunk by chunk): the whole file never has to be in memory, and a reader still sees the
+    old file or the complete new one. On an error the temporary file is removed.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.chmod(tmp_name, 0o644)  # mkstemp makes it private; outputs are for readers
     try:
         with os.fdopen(fd, "wb") as handle:
-            write(handle)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    return path
 
 
 def write_bytes(path: Path, data: bytes) -> Path:

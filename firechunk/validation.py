@@ -80,8 +80,24 @@ def validate_run(
 ) -> ValidationOutcome:
     """Run every suite on `run`, write results and Data Docs under `run_dir/validation/`."""
     started = time.perf_counter()
-    suites = load_suite_files(suites_dir)
     tables = build_tables(run, TokenCounter(run.report.encoding))
+    return validate_tables(tables, run_dir, suites_dir=suites_dir, run_id=run_id, started=started)
+
+
+def validate_tables(
+    tables: dict[str, pd.DataFrame],
+    run_dir: Path,
+    *,
+    suites_dir: Path = SUITES_DIR,
+    run_id: str | None = None,
+    started: float | None = None,
+) -> ValidationOutcome:
+    """Run every suite on its table (`firechunk.validation_tables`), write the results.
+
+    `started` is when building the tables began, so `seconds` covers them too.
+    """
+    started = time.perf_counter() if started is None else started
+    suites = load_suite_files(suites_dir)
     validation_dir = Path(run_dir) / VALIDATION_DIR
     validation_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{DATA_DOCS_DIR}.", dir=validation_dir))

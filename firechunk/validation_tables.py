@@ -6,6 +6,13 @@ same page, whether a heading is covered by some chunk, how many of a page's toke
 up in chunks). Those values are computed here as plain columns with obvious meanings; every
 threshold and allowed value lives in the suite files in `expectations/`, never here.
 
+The tables are built from `ChunkFacts`, one per chunk: what the suites need to know about a
+chunk, without its text. A run held in memory (`ChunkRun`) gives its facts through
+`chunk_facts`; the streamed rebuild (`firechunk.streaming`) gives the same facts for chunks
+it has already written, with the text-derived ones (recount, text hash, heading lines)
+computed where the chunk was made (`firechunk.incremental.draft_facts`) by the same
+functions as here, so both paths check the same values.
+
 Tables (one per suite, the suite's `name` is the table's name):
 - `chunks`: one row per chunk.
 - `pages`: one row per crawled URL (`PageRecord`), with what the chunks say about it.
@@ -17,6 +24,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -62,16 +71,59 @@ PAGE_COLUMNS = [
 HEADER_COLUMNS = ["url", "status", "level", "heading", "line", "coverage"]
 
 
+@dataclass(frozen=True)
+class ChunkFacts:
+    """One chunk as the suites see it: its metadata and what its text says, not the text."""
+
+    chunk_id: str
+    source_url: str
+    page_title: str
+    h1: str | None
+    h2: str | None
+    chunk_index: int
+    token_count: int
+    token_recount: int  # the run's TokenCounter over data.text
+    text_hash: str  # `text_hash(data.text)`
+    prev_chunk_id: str | None
+    heading_lines: frozenset[str]  # `heading_lines(data.text)`
+
+
+def chunk_facts(chunk: Chunk, counter: TokenCounter) -> ChunkFacts:
+    text = chunk.data.text
+    return ChunkFacts(
+        chunk_id=chunk.chunk_id,
+        source_url=chunk.metadata.source_url,
+        page_title=chunk.metadata.page_title,
+        h1=chunk.data.headers.h1,
+        h2=chunk.data.headers.h2,
+        chunk_index=chunk.metadata.chunk_index,
+        token_count=chunk.metadata.token_count,
+        token_recount=counter.count(text),
+        text_hash=text_hash(text),
+        prev_chunk_id=chunk.data.overlap_text.prev_chunk_id,
+        heading_lines=heading_lines(text),
+    )
+
+
 def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pd.DataFrame]:
     """Every table the suites check, keyed by suite name."""
-    # Keyed by the chunk object, not its id: a broken run may repeat ids (chunk_id_unique
-    # reports that) and each chunk must still be recounted on its own.
-    recounts = {id(chunk): counter.count(chunk.data.text) for chunk in run.chunks}
-    pages = _PageIndex(run)
+    facts = [chunk_facts(chunk, counter) for chunk in run.chunks]
+    return tables_from_facts(facts, run.pages, run.report.duplicates)
+
+
+def tables_from_facts(
+    facts: list[ChunkFacts], pages: list[PageRecord], duplicates: Iterable[DuplicateChunk]
+) -> dict[str, pd.DataFrame]:
+    """The tables from every chunk's facts, every page's record and the dropped duplicates.
+
+    A broken run may repeat chunk ids (chunk_id_unique reports that): facts are a list, so
+    each chunk is still its own row with its own recount.
+    """
+    index = _PageIndex(facts, pages, duplicates)
     return {
-        "chunks": _frame(chunk_rows(run.chunks, recounts), CHUNK_COLUMNS),
-        "pages": _frame(page_rows(run, pages, recounts), PAGE_COLUMNS),
-        "headers": _frame(header_rows(run, pages), HEADER_COLUMNS),
+        "chunks": _frame(chunk_rows(facts), CHUNK_COLUMNS),
+        "pages": _frame(page_rows(pages, index), PAGE_COLUMNS),
+        "headers": _frame(header_rows(pages, index), HEADER_COLUMNS),
     }
 
 
@@ -86,33 +138,33 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
 
 
-def chunk_rows(chunks: list[Chunk], recounts: dict[int, int]) -> list[dict]:
-    page_of = {chunk.chunk_id: chunk.metadata.source_url for chunk in chunks}
+def chunk_rows(facts: list[ChunkFacts]) -> list[dict]:
+    page_of = {chunk.chunk_id: chunk.source_url for chunk in facts}
     return [
         {
             "chunk_id": chunk.chunk_id,
-            "sourceUrl": chunk.metadata.source_url,
-            "page_title": chunk.metadata.page_title,
-            "h1": chunk.data.headers.h1,
-            "h2": chunk.data.headers.h2,
-            "chunk_index": chunk.metadata.chunk_index,
-            "token_count": chunk.metadata.token_count,
-            "token_recount": recounts[id(chunk)],
-            "text_hash": text_hash(chunk.data.text),
+            "sourceUrl": chunk.source_url,
+            "page_title": chunk.page_title,
+            "h1": chunk.h1,
+            "h2": chunk.h2,
+            "chunk_index": chunk.chunk_index,
+            "token_count": chunk.token_count,
+            "token_recount": chunk.token_recount,
+            "text_hash": chunk.text_hash,
             "prev_chunk_link": prev_chunk_link(chunk, page_of),
         }
-        for chunk in chunks
+        for chunk in facts
     ]
 
 
-def prev_chunk_link(chunk: Chunk, page_of: dict[str, str]) -> str:
+def prev_chunk_link(chunk: ChunkFacts, page_of: dict[str, str]) -> str:
     """'none', 'same_page', 'other_page' or 'unknown_chunk' (not a chunk of this run)."""
-    prev_id = chunk.data.overlap_text.prev_chunk_id
+    prev_id = chunk.prev_chunk_id
     if prev_id is None:
         return "none"
     if prev_id not in page_of:
         return "unknown_chunk"
-    return "same_page" if page_of[prev_id] == chunk.metadata.source_url else "other_page"
+    return "same_page" if page_of[prev_id] == chunk.source_url else "other_page"
 
 
 class _PageIndex:
@@ -121,18 +173,23 @@ class _PageIndex:
     An alias page has no chunks of its own: it is answered by the page it is an alias of.
     """
 
-    def __init__(self, run: ChunkRun) -> None:
+    def __init__(
+        self,
+        facts: list[ChunkFacts],
+        pages: list[PageRecord],
+        duplicates: Iterable[DuplicateChunk],
+    ) -> None:
         # A URL variant of a page (an alias) shares its canonical URL: the chunked page
         # must win that key, whatever the crawl order.
         self.by_url: dict[str, PageRecord] = {}
-        for page in sorted(run.pages, key=lambda page: page.status != "chunked"):
+        for page in sorted(pages, key=lambda page: page.status != "chunked"):
             self.by_url.setdefault(page.canonical_url, page)
             self.by_url.setdefault(page.url, page)
-        self.chunks: dict[str, list[Chunk]] = defaultdict(list)
-        for chunk in run.chunks:
-            self.chunks[chunk.metadata.source_url].append(chunk)
+        self.chunks: dict[str, list[ChunkFacts]] = defaultdict(list)
+        for chunk in facts:
+            self.chunks[chunk.source_url].append(chunk)
         self.dropped: dict[str, list[DuplicateChunk]] = defaultdict(list)
-        for duplicate in run.report.duplicates:
+        for duplicate in duplicates:
             self.dropped[duplicate.source_url].append(duplicate)
 
     def target(self, page: PageRecord) -> PageRecord | None:
@@ -141,7 +198,7 @@ class _PageIndex:
             return page
         return self.by_url.get(page.alias_of or "")
 
-    def chunks_of(self, page: PageRecord) -> list[Chunk]:
+    def chunks_of(self, page: PageRecord) -> list[ChunkFacts]:
         target = self.target(page)
         if target is None:
             return []
@@ -159,7 +216,7 @@ class _PageIndex:
         return [duplicate for url in urls for duplicate in self.dropped.get(url, [])]
 
 
-def page_rows(run: ChunkRun, pages: _PageIndex, recounts: dict[int, int]) -> list[dict]:
+def page_rows(pages: list[PageRecord], index: _PageIndex) -> list[dict]:
     """One row per page. Tokens are accounted for with recounted chunk tokens.
 
     Recounts, not the chunks' declared `token_count`: a wrong count is the chunks suite's
@@ -167,11 +224,11 @@ def page_rows(run: ChunkRun, pages: _PageIndex, recounts: dict[int, int]) -> lis
     dropped as duplicates of another page's chunk still account for their page's text.
     """
     rows = []
-    for page in run.pages:
-        chunks = pages.chunks_of(page)
-        target = pages.target(page)
-        dropped = pages.dropped_of(page)
-        found_tokens = sum(recounts[id(chunk)] for chunk in chunks)
+    for page in pages:
+        chunks = index.chunks_of(page)
+        target = index.target(page)
+        dropped = index.dropped_of(page)
+        found_tokens = sum(chunk.token_recount for chunk in chunks)
         dropped_tokens = sum(duplicate.token_count for duplicate in dropped)
         accounted = found_tokens + dropped_tokens
         rows.append(
@@ -204,14 +261,14 @@ def _alias_target_status(page: PageRecord, target: PageRecord | None) -> str | N
     return target.status if target is not None else "missing"
 
 
-def header_rows(run: ChunkRun, pages: _PageIndex) -> list[dict]:
+def header_rows(pages: list[PageRecord], index: _PageIndex) -> list[dict]:
     rows = []
     covered: dict[int, _Covered] = {}  # by the page whose chunks stand for a page
-    for page in run.pages:
-        target = pages.target(page)
+    for page in pages:
+        target = index.target(page)
         key = id(target)
         if key not in covered:
-            covered[key] = _Covered(pages.chunks_of(page))
+            covered[key] = _Covered(index.chunks_of(page))
         for heading in page.headings:
             rows.append(
                 {
@@ -233,10 +290,10 @@ def header_rows(run: ChunkRun, pages: _PageIndex) -> list[dict]:
 class _Covered:
     """What the chunks of one page say about its headings."""
 
-    def __init__(self, chunks: list[Chunk]) -> None:
-        self.headers = {(1, chunk.data.headers.h1) for chunk in chunks}
-        self.headers |= {(2, chunk.data.headers.h2) for chunk in chunks}
-        self.heading_lines = _heading_lines(chunks)
+    def __init__(self, chunks: list[ChunkFacts]) -> None:
+        self.headers = {(1, chunk.h1) for chunk in chunks}
+        self.headers |= {(2, chunk.h2) for chunk in chunks}
+        self.heading_lines = set().union(*(chunk.heading_lines for chunk in chunks))
 
     def coverage(self, level: int, text: str) -> str:
         """'headers', 'text' or 'missing'."""
@@ -257,16 +314,15 @@ def _normalise(line: str) -> str:
     return " ".join(words) if words else line.strip()
 
 
-def _heading_lines(chunks: list[Chunk]) -> set[str]:
-    """The heading lines (ATX or setext) in the chunks' text, normalised.
+def heading_lines(text: str) -> frozenset[str]:
+    """The heading lines (ATX or setext) in a chunk's text, normalised.
 
     A chunk spanning several H2 sections carries their heading lines in its text; prose
     that merely mentions a heading's words does not cover it.
     """
     found = set()
-    for chunk in chunks:
-        lines = chunk.data.text.splitlines()
-        for line, below in zip(lines, lines[1:] + [""], strict=True):
-            if _ATX_HEADING.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
-                found.add(_normalise(line))
-    return found
+    lines = text.splitlines()
+    for line, below in zip(lines, lines[1:] + [""], strict=True):
+        if _ATX_HEADING.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
+            found.add(_normalise(line))
+    return frozenset(found)
