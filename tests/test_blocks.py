@@ -148,6 +148,20 @@ def test_inline_parsing_is_restored_after_a_parse():
     assert type(emphasis).__name__ == "Emphasis"
 
 
+def test_nested_parsing_is_restored_after_a_parse():
+    parse_blocks(["- a", "  - b", "", "> > c"])
+    document = Document("- a\n  - b\n\n> > c\n")
+    items, quote = document.children
+    assert type(items.children[0].children[1]).__name__ == "List"
+    assert type(quote.children[0]).__name__ == "Quote"
+
+
+def test_a_quote_nested_thousands_deep_is_one_quote():
+    # mistletoe recurses once per level into a quote: only the top level is parsed here.
+    [block] = parse_blocks(["> " * 3000 + "deep", "> more"])
+    assert (block.kind, block.start, block.end) == (QUOTE, 0, 2)
+
+
 # -- clean heading text -----------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from mistletoe import block_token, span_token
+from mistletoe import block_token, block_tokenizer, span_token, token
 
 from firechunk.chunker.cleanup import closes_fence, opening_fence
 
@@ -55,48 +55,89 @@ class Block:
 
 
 @contextmanager
-def _block_level_only() -> Iterator[None]:
-    """Parse without inline tokens: every span becomes raw text."""
+def _top_level_only() -> Iterator[None]:
+    """Let mistletoe find the top-level blocks and nothing below them.
+
+    Inline parsing is off (every span becomes raw text), and the blocks inside a list item
+    or a quote are not parsed: mistletoe finds where an item or a quote ends from its lines
+    alone and parses their insides afterwards, which chunking never looks at. Together
+    these were most of mistletoe's time on docs pages. Everything is restored on the way
+    out, even when mistletoe raises.
+    """
     saved_types, saved_tokenize = list(span_token._token_types), span_token.tokenize_inner
+    saved_nested, saved_root = block_tokenizer.tokenize_block, token._root_node
     span_token._token_types[:] = [span_token.RawText]
     span_token.tokenize_inner = _raw_text
+    block_tokenizer.tokenize_block = _not_nested
+    token._root_node = _Root()  # where link reference definitions are filed
     try:
         yield
     finally:
         span_token._token_types[:] = saved_types
         span_token.tokenize_inner = saved_tokenize
+        block_tokenizer.tokenize_block = saved_nested
+        token._root_node = saved_root
         # mistletoe turns setext headings off while it parses a quote and back on after;
-        # a quote that raises (RecursionError on deep nesting) would leave them off for
-        # every later page of the process.
+        # a quote that raises would leave them off for every later page of the process.
         block_token.Paragraph.parse_setext = True
+
+
+class _Root:
+    """Stands in for mistletoe's Document, which collects link reference definitions."""
+
+    def __init__(self) -> None:
+        self.footnotes: dict[str, tuple[str, str]] = {}
 
 
 def _raw_text(content: str) -> list[span_token.RawText]:
     return [span_token.RawText(content)]
 
 
+def _not_nested(*args, **kwargs) -> block_tokenizer.ParseBuffer:
+    return block_tokenizer.ParseBuffer()
+
+
+_TOKENIZE_BLOCK = block_tokenizer.tokenize_block  # the top-level pass, kept while patched
+
+
 def parse_blocks(lines: list[str]) -> list[Block]:
-    """Split markdown lines into top-level blocks covering every non-blank line."""
+    """Split markdown lines into top-level blocks covering every non-blank line.
+
+    mistletoe's read results are used as they are (kind, line, heading level and text, list
+    items) without building its token tree, which would only be thrown away.
+    """
     skeleton, rows = _skeleton(lines)
-    with _block_level_only():
-        document = block_token.Document(skeleton)
-    tokens = list(document.children)
-    starts = [rows[token.line_number - 1] for token in tokens]
+    with _top_level_only():
+        found = [
+            (_kind_of(token_type, result), result, rows[line_number - 1])
+            for token_type, result, line_number in _TOKENIZE_BLOCK(
+                skeleton, block_token._token_types
+            )
+            if token_type is not block_token.Footnote  # link definitions: no token
+        ]
     blocks = []
-    for index, token in enumerate(tokens):
-        start = starts[index]
-        limit = starts[index + 1] if index + 1 < len(tokens) else len(lines)
+    for index, (name, result, start) in enumerate(found):
+        limit = found[index + 1][2] if index + 1 < len(found) else len(lines)
         end = _trim_blank_tail(lines, start, limit)
-        if any(line.strip() for line in lines[start:end]):  # a tab-only line parses as code
-            blocks.append(_make_block(token, lines, start, end, rows))
+        if end > start + 1 or lines[start].strip():  # a tab-only line parses as code
+            blocks.append(_make_block(name, result, lines, start, end, rows))
     return blocks
+
+
+def _kind_of(token_type, result) -> str:
+    """The name of the token mistletoe would build: a paragraph that turns out to be a
+    setext heading comes back as the heading itself."""
+    if token_type is block_token.Paragraph and not isinstance(result, list):
+        return type(result).__name__
+    return token_type.__name__
 
 
 def _skeleton(lines: list[str]) -> tuple[list[str], list[int]]:
     """The lines without the bodies of fenced code blocks, and where each line came from.
 
     A code body is opaque to the block structure, and parsing it line by line is a third
-    of mistletoe's time on docs pages; spans are mapped back to the full lines.
+    of mistletoe's time on docs pages; spans are mapped back to the full lines. Lines end
+    in a newline, as mistletoe expects.
     """
     skeleton: list[str] = []
     rows: list[int] = []
@@ -108,7 +149,7 @@ def _skeleton(lines: list[str]) -> tuple[list[str], list[int]]:
             fence = None
         else:
             continue
-        skeleton.append(line)
+        skeleton.append(line + "\n")
         rows.append(row)
     return skeleton, rows
 
@@ -119,16 +160,20 @@ def _trim_blank_tail(lines: list[str], start: int, end: int) -> int:
     return end
 
 
-def _make_block(token, lines: list[str], start: int, end: int, rows: list[int]) -> Block:
-    kind = _KINDS.get(type(token).__name__, OTHER)
+def _make_block(name: str, result, lines: list[str], start: int, end: int, rows) -> Block:
+    kind = _KINDS.get(name, OTHER)
     block = Block(kind=kind, start=start, end=end)
-    if kind == HEADING:
-        block.level = token.level
-        block.title = clean_heading(_heading_source(token))
-    elif kind == CODE and type(token).__name__ == "CodeFence":
+    if name == "Heading":
+        level, content, _ = result
+        block.level = level
+        block.title = clean_heading(content)
+    elif name == "SetextHeading":
+        block.level = result.level
+        block.title = clean_heading(_heading_source(result))
+    elif name == "CodeFence":
         block.fence = lines[start].strip()
     elif kind == LIST:
-        block.items = tuple(rows[item.line_number - 1] for item in token.children)
+        block.items = tuple(rows[item[4] - 1] for item in result)  # item: (…, start line)
     return block
 
 
