@@ -8,11 +8,15 @@ database that takes about 20-30 s on a two-core machine.
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
+from pathlib import Path
 
+import prefect
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 from prefect.blocks.system import Secret
+from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import StateType
 from prefect.settings import PREFECT_HOME, PREFECT_SERVER_ANALYTICS_ENABLED, temporary_settings
 from prefect.states import Failed
@@ -37,6 +41,7 @@ from flows.rebuild import rebuild
 from flows.validate_publish import validate_publish
 from schemas.page import CrawlResult
 from tasks.crawl import API_KEY_ENV, _worth_retrying, crawl_site
+from tasks.runners import WORKER_PRELOAD, api_shared_with_workers, make_task_runner
 from tests.crawl_fixtures import CANARY_KEY, page_size_for, served_pages
 from tests.firecrawl_server import FakeFirecrawl
 from tests.prefect_helpers import (
@@ -318,3 +323,24 @@ def test_flows_have_no_secret_parameter():
     for flow in (rebuild, crawl_flow, chunk_flow, validate_publish):
         names = set(flow.parameters.properties)
         assert not [name for name in names if "key" in name or "token" in name], flow.name
+
+
+@prefect.task(cache_policy=NO_CACHE)
+def worker_parent() -> tuple[int, str]:
+    """The worker's parent process and its command line."""
+    parent = os.getppid()
+    return parent, Path(f"/proc/{parent}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+@prefect.flow
+def where_workers_start() -> tuple[int, tuple[int, str]]:
+    with api_shared_with_workers(), make_task_runner("process", workers=1) as runner:
+        return os.getpid(), runner.submit(worker_parent, {}).result()
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="reads /proc (Linux)")
+def test_process_workers_fork_from_a_server_that_preloaded_the_chunker(prefect_api):
+    flow_pid, (parent, command) = where_workers_start()
+    assert parent != flow_pid  # not forked from the flow's process, with its threads
+    assert "multiprocessing.forkserver" in command
+    assert all(module in command for module in WORKER_PRELOAD)
