@@ -3,17 +3,26 @@
 Loaders read `chunks.parquet` (or `chunks.json`, the same rows in the fixed JSON shape);
 people read `report.json` and `quarantine.jsonl`; `pages.parquet` says what became of every
 crawled URL. Validation results go to `validation/` (see `firechunk.validation`).
+
+The chunk files are written as the chunks come (`ChunkFileWriter`): Parquet one row group
+per batch of rows, `chunks.json` one chunk per line of a JSON array, so a run of any size
+never holds its chunk texts twice, nor all at once when they are streamed
+(`firechunk.streaming`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from contextlib import ExitStack, suppress
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from firechunk.atomic import atomic_write, write_json, write_jsonl
+from firechunk.atomic import atomic_open, atomic_write, write_json, write_jsonl
 from schemas.parquet import CHUNKS_SCHEMA, PAGES_SCHEMA
 from schemas.report import ChunkRun
 
@@ -24,21 +33,102 @@ QUARANTINE_JSONL = "quarantine.jsonl"
 REPORT_JSON = "report.json"
 
 PARQUET_COMPRESSION = "zstd"
+ROWS_PER_GROUP = 2000  # chunks per Parquet row group: a few MB of text
 
 
 def write_run_outputs(run: ChunkRun, run_dir: Path) -> list[Path]:
     """Write every data file of `run` into `run_dir`; return the paths written."""
-    chunks = [chunk.to_json() for chunk in run.chunks]
-    pages = [page.model_dump(mode="json") for page in run.pages]
+    with ChunkFileWriter(run_dir) as writer:
+        for chunk in run.chunks:
+            writer.add(chunk.to_json())
     return [
-        write_parquet(run_dir / CHUNKS_PARQUET, chunks, CHUNKS_SCHEMA),
-        write_json(run_dir / CHUNKS_JSON, chunks),
-        write_parquet(run_dir / PAGES_PARQUET, pages, PAGES_SCHEMA),
-        write_jsonl(
-            run_dir / QUARANTINE_JSONL, (q.model_dump(mode="json") for q in run.quarantine)
-        ),
+        *writer.paths,
+        *write_page_files(run_dir, run.pages, run.quarantine),
         write_json(run_dir / REPORT_JSON, run.report.model_dump(mode="json")),
     ]
+
+
+def write_page_files(run_dir: Path, pages: list, quarantine: list) -> list[Path]:
+    """pages.parquet (PageRecords) and quarantine.jsonl (QuarantineRecords)."""
+    return [
+        write_parquet(
+            run_dir / PAGES_PARQUET, [p.model_dump(mode="json") for p in pages], PAGES_SCHEMA
+        ),
+        write_jsonl(run_dir / QUARANTINE_JSONL, (q.model_dump(mode="json") for q in quarantine)),
+    ]
+
+
+class ChunkFileWriter:
+    """`chunks.parquet` and `chunks.json`, written together as chunk rows are added.
+
+    Rows are the chunk JSON objects (`Chunk.to_json()` shape). Each is written to
+    `chunks.json` at once, as one line of the array, and to Parquet a row group at a time.
+    Both files appear (atomically) when the `with` block ends without error; on an error
+    neither does. `add` returns the sha256 of the row's line in `chunks.json`: what
+    `firechunk.changes` compares from one run to the next.
+
+    The schema check of `write_parquet` runs on the first row of every row group rather
+    than on every row: all rows are made the same way, and checking each nested row was
+    most of the time of writing a large run.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.paths = [Path(run_dir) / CHUNKS_PARQUET, Path(run_dir) / CHUNKS_JSON]
+        self._stack = ExitStack()
+        self._rows: list[dict[str, Any]] = []
+        self._lines = 0
+        self._parquet: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> ChunkFileWriter:
+        parquet_file = self._stack.enter_context(atomic_open(self.paths[0]))
+        self._json = self._stack.enter_context(atomic_open(self.paths[1]))
+        self._parquet = pq.ParquetWriter(
+            parquet_file, CHUNKS_SCHEMA, compression=PARQUET_COMPRESSION
+        )
+        self._json.write(b"[")
+        return self
+
+    def add(self, row: dict[str, Any]) -> str:
+        line = json.dumps(row, ensure_ascii=False).encode("utf-8")
+        self._json.write((b"\n" if self._lines == 0 else b",\n") + line)
+        self._lines += 1
+        self._rows.append(row)
+        if len(self._rows) >= ROWS_PER_GROUP:
+            self._flush()
+        return hashlib.sha256(line).hexdigest()
+
+    def _flush(self) -> None:
+        if not self._rows:
+            return
+        mismatch = _key_mismatch(self._rows[0], pa.struct(list(CHUNKS_SCHEMA)), where="row")
+        if mismatch:
+            raise ValueError(f"{CHUNKS_PARQUET}: {mismatch}; update schemas/parquet.py")
+        self._parquet.write_table(pa.Table.from_pylist(self._rows, schema=CHUNKS_SCHEMA))
+        self._rows = []
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if error is None:
+            try:
+                self._flush()
+                self._json.write(b"\n]\n")
+                self._parquet.close()
+            except BaseException as failure:
+                self._abandon(failure)
+                raise
+            self._stack.close()  # both files complete: rename them into place
+        else:
+            self._abandon(error)
+
+    def _abandon(self, error: BaseException) -> None:
+        """Close everything and leave neither file behind."""
+        with suppress(Exception):  # the write already failed; that error is the one to report
+            self._parquet.close()
+        self._stack.__exit__(type(error), error, error.__traceback__)
 
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> Path:

@@ -15,15 +15,21 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from firechunk.atomic import write_json
 from firechunk.outputs import write_run_outputs
-from firechunk.validation import SUITES_DIR, validate_run
+from firechunk.validation import SUITES_DIR, validate_run, validate_tables
 from schemas.publish import PublishResult, RunStatus
 from schemas.report import ChunkRun
 from schemas.validation import ExpectationOutcome, ValidationOutcome
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RUNS_DIR = "runs"
 LATEST = "latest"
@@ -46,6 +52,65 @@ def build_and_publish(
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
     run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
     outcome = build_and_validate(run, run_dir, run_id, suites_dir=suites_dir)
+    return publish_if_passed(data_dir, run_id, run_dir, outcome)
+
+
+def build_and_validate(
+    run: ChunkRun, run_dir: Path, run_id: str, *, suites_dir: Path = SUITES_DIR
+) -> ValidationOutcome:
+    """Write `run` into `run_dir`, validate it and record the verdict in its `status.json`."""
+    run_dir = Path(run_dir).resolve()
+    with failure_recorded(run_dir, run_id):
+        write_run_outputs(run, run_dir)
+        outcome = validate_run(run, run_dir, suites_dir=suites_dir, run_id=run_id)
+    record_verdict(run_dir, run_id, outcome)
+    return outcome
+
+
+def validate_written_run(
+    tables: dict[str, pd.DataFrame],
+    run_dir: Path,
+    run_id: str,
+    *,
+    suites_dir: Path = SUITES_DIR,
+    started: float | None = None,
+) -> ValidationOutcome:
+    """Validate a run whose files are already in `run_dir` (the streamed rebuild writes
+    them as it goes), from its tables, and record the verdict in its `status.json`."""
+    with failure_recorded(run_dir, run_id):
+        outcome = validate_tables(
+            tables, run_dir, suites_dir=suites_dir, run_id=run_id, started=started
+        )
+    record_verdict(run_dir, run_id, outcome)
+    return outcome
+
+
+@contextmanager
+def failure_recorded(run_dir: Path, run_id: str) -> Iterator[None]:
+    """Mark the run failed, with the error, if the `with` block raises; then re-raise."""
+    try:
+        yield
+    except Exception as error:
+        write_status(run_dir, RunStatus(run_id=run_id, status="failed", error=repr(error)))
+        raise
+
+
+def record_verdict(run_dir: Path, run_id: str, outcome: ValidationOutcome) -> Path:
+    return write_status(
+        run_dir,
+        RunStatus(
+            run_id=run_id,
+            status="passed" if outcome.success else "failed",
+            evaluated_expectations=outcome.evaluated_expectations,
+            failed_expectations=[f"{item.suite}/{item.name}" for item in outcome.failed],
+        ),
+    )
+
+
+def publish_if_passed(
+    data_dir: Path, run_id: str, run_dir: Path, outcome: ValidationOutcome
+) -> PublishResult:
+    """Switch `latest` to the run only if its validation passed."""
     if outcome.success:
         switch_latest(data_dir, run_dir)
     return PublishResult(
@@ -57,27 +122,23 @@ def build_and_publish(
     )
 
 
-def build_and_validate(
-    run: ChunkRun, run_dir: Path, run_id: str, *, suites_dir: Path = SUITES_DIR
-) -> ValidationOutcome:
-    """Write `run` into `run_dir`, validate it and record the verdict in its `status.json`."""
-    run_dir = Path(run_dir).resolve()
-    try:
-        write_run_outputs(run, run_dir)
-        outcome = validate_run(run, run_dir, suites_dir=suites_dir, run_id=run_id)
-    except Exception as error:
-        write_status(run_dir, RunStatus(run_id=run_id, status="failed", error=repr(error)))
-        raise
-    write_status(
-        run_dir,
-        RunStatus(
-            run_id=run_id,
-            status="passed" if outcome.success else "failed",
-            evaluated_expectations=outcome.evaluated_expectations,
-            failed_expectations=[f"{item.suite}/{item.name}" for item in outcome.failed],
-        ),
-    )
-    return outcome
+def last_good_run(data_dir: Path) -> tuple[str, Path] | None:
+    """The run `data_dir/latest` points at (id, directory), if it is there and passed.
+
+    `latest` only ever points at a run that passed; the status is read again so that a
+    run directory someone edited by hand is not trusted as the baseline of the next run.
+    """
+    link = Path(data_dir) / LATEST
+    if not link.is_symlink():
+        return None
+    run_dir = link.resolve()
+    status_file = run_dir / STATUS_JSON
+    if not status_file.is_file():
+        return None
+    status = RunStatus.model_validate_json(status_file.read_bytes())
+    if status.status != "passed":
+        return None
+    return status.run_id, run_dir
 
 
 def write_status(run_dir: Path, status: RunStatus) -> Path:

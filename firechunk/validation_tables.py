@@ -26,12 +26,14 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
 from schemas.report import ChunkRun, DuplicateChunk, PageRecord
+
+if TYPE_CHECKING:  # pandas is imported when tables are built: chunk workers import
+    import pandas as pd  # `heading_lines` and `text_hash` from here and need no pandas
 
 # Columns named in failure examples, so a failing row can be found in the outputs.
 ID_COLUMNS: dict[str, list[str]] = {
@@ -130,6 +132,8 @@ def tables_from_facts(
 def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
     # Explicit columns: an empty run still has every column, so it fails on row counts,
     # not on a confusing "column does not exist".
+    import pandas as pd
+
     return pd.DataFrame.from_records(rows, columns=columns)
 
 
