@@ -97,6 +97,20 @@ def _not_nested(*args, **kwargs) -> block_tokenizer.ParseBuffer:
     return block_tokenizer.ParseBuffer()
 
 
+class _BlankLine:
+    """Tried first at the top level: mistletoe passes over an empty line only after every
+    block type has turned it down, and half the lines it sees are empty."""
+
+    @staticmethod
+    def start(line: str) -> bool:
+        return line == "\n"
+
+    @staticmethod
+    def read(lines: block_tokenizer.FileWrapper) -> tuple[()]:
+        next(lines)
+        return ()
+
+
 _TOKENIZE_BLOCK = block_tokenizer.tokenize_block  # the top-level pass, kept while patched
 
 
@@ -108,13 +122,12 @@ def parse_blocks(lines: list[str]) -> list[Block]:
     """
     skeleton, rows = _skeleton(lines)
     with _top_level_only():
-        found = [
-            (_kind_of(token_type, result), result, rows[line_number - 1])
-            for token_type, result, line_number in _TOKENIZE_BLOCK(
-                skeleton, block_token._token_types
-            )
-            if token_type is not block_token.Footnote  # link definitions: no token
-        ]
+        read = _TOKENIZE_BLOCK(skeleton, [_BlankLine, *block_token._token_types])
+    found = [
+        (_kind_of(token_type, result), result, rows[line_number - 1])
+        for token_type, result, line_number in read
+        if token_type is not _BlankLine and token_type is not block_token.Footnote
+    ]  # link reference definitions make no token
     blocks = []
     for index, (name, result, start) in enumerate(found):
         limit = found[index + 1][2] if index + 1 < len(found) else len(lines)
@@ -139,19 +152,35 @@ def _skeleton(lines: list[str]) -> tuple[list[str], list[int]]:
     of mistletoe's time on docs pages; spans are mapped back to the full lines. Lines end
     in a newline, as mistletoe expects.
     """
-    skeleton: list[str] = []
     rows: list[int] = []
     fence: str | None = None
-    for row, line in enumerate(lines):
+    kept_from = 0  # first line of the stretch outside fenced code being collected
+    for row in _maybe_fences(lines):
         if fence is None:
-            fence = opening_fence(line)
-        elif closes_fence(line, fence):
+            fence = opening_fence(lines[row])
+            if fence:
+                rows.extend(range(kept_from, row + 1))
+        elif closes_fence(lines[row], fence):
             fence = None
-        else:
-            continue
-        skeleton.append(line + "\n")
-        rows.append(row)
-    return skeleton, rows
+            kept_from = row
+    if fence is None:
+        rows.extend(range(kept_from, len(lines)))
+    return [lines[row] + "\n" for row in rows], rows
+
+
+# A line that may open or close fenced code (see `opening_fence` and `closes_fence`).
+_MAYBE_FENCE = re.compile(r"\n[^\S\n]*(?:```|~~~)")
+
+
+def _maybe_fences(lines: list[str]) -> list[int]:
+    """Indices of the lines that may open or close fenced code, found in one regex pass."""
+    text = "\n" + "\n".join(lines)
+    found, line, position = [], -1, 0  # line index = newlines before its start, minus 1
+    for match in _MAYBE_FENCE.finditer(text):
+        line += text.count("\n", position, match.start() + 1)
+        position = match.start() + 1
+        found.append(line)
+    return found
 
 
 def _trim_blank_tail(lines: list[str], start: int, end: int) -> int:
@@ -191,12 +220,15 @@ _EMPHASIS = re.compile(
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _KEPT = re.compile(r"\x00(\d+)\x00")
+_MARKUP = re.compile(r"[\[`\\*_~<#\x00]")  # a heading without these is plain text
 
 
 def clean_heading(source: str) -> str:
     """Heading text as a reader sees it: no anchors, links, emphasis, code marks, tags or
     escapes. Code spans and escaped characters are set aside first, so that identifiers
     (`supabase_auth_admin`) and escaped marks (`\\*`) are not read as emphasis."""
+    if not _MARKUP.search(source):
+        return " ".join(source.split())
     kept: list[str] = []
 
     def keep(match: re.Match[str]) -> str:
