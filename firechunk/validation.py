@@ -22,15 +22,16 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from firechunk.atomic import write_json
 from firechunk.tokens import TokenCounter
 from firechunk.validation_tables import ID_COLUMNS, build_tables
 from schemas.report import ChunkRun
 from schemas.validation import ExpectationOutcome, ValidationOutcome
+
+if TYPE_CHECKING:  # the tables are built by validation_tables, which imports pandas then
+    import pandas as pd
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
 VALIDATION_DIR = "validation"

@@ -1,8 +1,12 @@
-"""The nightly rebuild: crawl (or replay) -> chunk in parallel -> validate -> publish.
+"""The nightly rebuild: crawl (or replay) -> chunk in parallel -> write -> validate -> publish.
 
 Deployed twice by `prefect.yaml`: `supabase-nightly` on a schedule and `manual-rebuild` for
 runs started by hand; `firechunk rebuild` runs it locally. Each stage also has a flow of its
 own (`flows/crawl.py`, `flows/chunk.py`, `flows/validate_publish.py`) built from the same tasks.
+
+The rebuild is incremental (`firechunk.rebuild`): pages whose chunker outcome the last good
+run kept are not chunked again, the run's files are written as pages stream through, and
+`changes.json` says which chunk ids to upsert and delete. `full=True` chunks every page.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from flows.names import SUPABASE_DOCS, site_and_date
 from schemas.job import ApiVersion
 from schemas.publish import PublishResult
 from tasks.artifacts import report_to_dashboard, timed
-from tasks.chunk import chunk_in_parallel
+from tasks.chunk import chunk_into_store
 from tasks.crawl import DEFAULT_SECRET_BLOCK, load_crawl
-from tasks.publish import raise_if_failed, validate_and_publish
+from tasks.incremental import start_rebuild, write_run
+from tasks.publish import publish_written, raise_if_failed
 from tasks.runners import TaskRunnerKind, make_task_runner
 
 
@@ -37,12 +42,13 @@ def rebuild(
     data_dir: Path = Path("data"),
     secret_block: str = DEFAULT_SECRET_BLOCK,
     run_id: str | None = None,
+    full: bool = False,
 ) -> PublishResult:
     """Rebuild the chunks of `site_url`, or of the saved crawl `replay` (no network).
 
     The run is written to `data_dir/runs/<run-id>/` and becomes `data_dir/latest` only if
     it passed validation; a failed validation fails the flow run after the dashboard has
-    the report.
+    the report. Pages the last good run chunked are reused unless `full`.
     """
     seconds: dict[str, float] = {}
     with timed(seconds, "crawl" if replay is None else "load replay"):
@@ -59,11 +65,14 @@ def rebuild(
             )
         crawl = load_crawl(replay)
     with timed(seconds, "chunk"):
+        start = start_rebuild(data_dir, run_id, full)
         runner = make_task_runner(task_runner, workers, dask_address)
-        run = chunk_in_parallel(crawl, runner, workers=workers)
+        chunked = chunk_into_store(start, crawl, runner, workers=workers)
+    with timed(seconds, "write"):
+        written, _changes = write_run(chunked)
     with timed(seconds, "validate + publish"):
-        result = validate_and_publish(run, data_dir, run_id)
+        result = publish_written(start, written)
     seconds["total"] = sum(seconds.values())
-    report_to_dashboard(run.report, seconds, result)
+    report_to_dashboard(written.report, seconds, result)
     raise_if_failed(result)
     return result

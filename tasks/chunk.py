@@ -5,6 +5,11 @@ cuts them into batches of about equal size, `chunk_batch` chunks one batch, `ass
 resolves aliases and duplicates and assigns ids. One task run per batch (not per page) keeps
 Prefect's bookkeeping small next to the work; a progress artifact on the dashboard moves
 as batches finish.
+
+The rebuild flow chunks incrementally instead (`chunk_into_store`, the stages of
+`firechunk.rebuild`): only pages the last good run has no outcome for are sent to the
+runner, and the outcomes go to the run's store rather than into memory; the chunk flow
+(`chunk_in_parallel`) keeps the whole run in memory and hands it over as one file.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from prefect.task_runners import TaskRunner
 
 from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
+from firechunk.incremental import StoredOutcome, chunk_for_store
 from firechunk.pipeline import (
     AliasPlan,
     PageInput,
@@ -29,6 +35,7 @@ from firechunk.pipeline import (
     make_batches,
     page_inputs,
 )
+from firechunk.rebuild import ChunkedRun, RunStart, chunk_stage
 from firechunk.tokens import DEFAULT_ENCODING
 from schemas.page import CrawlResult
 from schemas.report import ChunkRun
@@ -110,6 +117,75 @@ def chunk_in_parallel(
             update_progress_artifact(progress_id, progress=100.0 * len(outcomes) / max(1, total))
             logger.info("chunked %d/%d pages", len(outcomes), total)
     return assemble_run(inputs, plan, outcomes, encoding, options, started)
+
+
+@task(name="chunk-pages", cache_policy=NO_CACHE)
+def chunk_pages_for_store(
+    batch: list[PageInput], encoding: str, options: ChunkerOptions
+) -> list[StoredOutcome]:
+    """Chunk one batch of pages, with what the store keeps of each (recounts, overlaps)."""
+    return chunk_for_store(batch, encoding, options)
+
+
+def chunk_into_store(
+    start: RunStart,
+    crawl: CrawlResult,
+    runner: TaskRunner,
+    *,
+    workers: int,
+    encoding: str = DEFAULT_ENCODING,
+) -> ChunkedRun:
+    """Chunk the pages the baseline has no outcome for on `runner`; call it inside a flow.
+
+    The runner (a process pool, a Dask cluster) is only started when there is a page to
+    chunk: a rebuild of an unchanged crawl starts none.
+    """
+    logger = get_run_logger()
+    options = ChunkerOptions()
+
+    def on_runner(batches: list[list[PageInput]]):
+        total = sum(len(batch) for batch in batches)
+        progress_id = create_progress_artifact(
+            progress=0.0 if total else 100.0,
+            key=PROGRESS_KEY,
+            description=f"Pages chunked, of {total}",
+        )
+        if not batches:
+            return
+        logger.info(
+            "chunking %d pages in %d batches on %s", total, len(batches), type(runner).__name__
+        )
+        done = 0
+        with api_shared_with_workers(), runner:
+            futures = [
+                runner.submit(
+                    chunk_pages_for_store,
+                    {"batch": batch, "encoding": encoding, "options": options},
+                )
+                for batch in batches
+            ]
+            for future in as_completed(futures):
+                outcomes = future.result()
+                done += len(outcomes)
+                update_progress_artifact(progress_id, progress=100.0 * done / total)
+                logger.info("chunked %d/%d pages", done, total)
+                yield outcomes
+
+    chunked = chunk_stage(
+        start, crawl, on_runner, workers=workers, encoding=encoding, options=options
+    )
+    reuse = chunked.reuse
+    logger.info(
+        "%d pages in, %d to chunk (%d more are the same URL or markdown): %d reused from %s, "
+        "%d chunked",
+        len(chunked.inputs),
+        len(reuse.keys),
+        len(chunked.inputs) - len(reuse.keys),
+        reuse.pages_reused,
+        f"run {start.baseline[0]}" if start.baseline and not start.full else "no run",
+        len(reuse.fresh),
+    )
+    return chunked
 
 
 @task(name="save-chunk-run", cache_policy=NO_CACHE)

@@ -13,6 +13,8 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from firechunk.publish import build_and_publish, format_result
+from firechunk.rebuild import RunStart, publish_stage
+from firechunk.streaming import WrittenRun
 from schemas.publish import PublishResult
 from schemas.report import ChunkRun
 
@@ -25,13 +27,25 @@ class ValidationFailed(RuntimeError):
 def validate_and_publish(run: ChunkRun, data_dir: Path, run_id: str | None = None) -> PublishResult:
     # Absolute, so the output links on the dashboard work and GX gets the paths it needs.
     result = build_and_publish(run, Path(data_dir).resolve(), run_id=run_id)
+    _log(result)
+    return result
+
+
+@task(name="validate-publish", cache_policy=NO_CACHE)
+def publish_written(start: RunStart, written: WrittenRun) -> PublishResult:
+    """Validate a run the rebuild has written; publish it as `latest` only if it passed."""
+    result = publish_stage(start, written)
+    _log(result)
+    return result
+
+
+def _log(result: PublishResult) -> None:
     logger = get_run_logger()
     message = format_result(result)
     if result.published:
         logger.info(message)
     else:
         logger.error(message)
-    return result
 
 
 def raise_if_failed(result: PublishResult) -> None:

@@ -72,6 +72,14 @@ def rebuild(
     run_id: Annotated[
         str | None, typer.Option(help="Name of the run directory (default: UTC time + suffix).")
     ] = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Chunk every page again instead of reusing what the last good run chunked "
+            "(changes.json is still relative to that run).",
+        ),
+    ] = False,
 ) -> None:
     """Crawl (or replay), chunk, validate and publish: the rebuild flow, run locally."""
     os.environ.setdefault(
@@ -96,6 +104,7 @@ def rebuild(
         "data_dir": data_dir,
         "secret_block": secret_block,
         "run_id": run_id,
+        "full": full,
     }
     try:
         result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})

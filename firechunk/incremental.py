@@ -1,0 +1,334 @@
+"""Incremental rebuilds: each page's chunker outcome is kept with the run, and reused.
+
+Most pages do not change from one night to the next. Chunking is the expensive part of a
+rebuild, and it is a pure function of one page: its markdown, its title, the chunker
+options, the token encoding and the chunker's code. So every run keeps, in
+`<run-dir>/rebuild_state.sqlite`, each chunked page's *outcome* (its draft chunks before
+the run-wide assembly, or why it was quarantined) under a key made of exactly those inputs
+(`outcome_key`). The next run looks each page's key up in the store of the last good run
+(the one `data/latest` points at, `find_baseline`) and chunks only the pages it does not
+find there.
+
+Why outcomes and not final chunks: aliases (same page under several URLs), the run-wide
+dropping of repeated chunks, chunk ids and overlap links depend on all pages together, so
+they are recomputed on every run from the outcomes (`firechunk.streaming`). That
+assembly is cheap, and an incremental rebuild gives exactly what a full rebuild of the
+same crawl gives: same ids, texts, overlaps, order.
+
+The key includes `chunker_version()`, a hash of the source files whose code makes an
+outcome (the chunker package, token counting, the per-page wrapper and this module) and
+of tiktoken's version: changing any of them makes every key new, so outcomes made by other
+code are never reused and nobody has to remember to bump a version number.
+
+Besides the chunker's drafts, an outcome holds values derived from each draft's text
+alone, computed in the worker that chunked the page and reused with it: the token recount
+and text hash the validation suites check, the heading lines in the text, and the overlap
+text the draft gives the chunk after it. They are the same functions a full in-memory run
+uses (`firechunk.validation_tables`, `firechunk.chunker.overlap`), applied to the same text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import zlib
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import tiktoken
+
+from firechunk.chunker.overlap import overlap_text
+from firechunk.chunker.page import ChunkerOptions, DraftChunk
+from firechunk.pipeline import AliasPlan, PageInput, PageOutcome, chunk_batch
+from firechunk.tokens import TokenCounter
+from firechunk.validation_tables import heading_lines, text_hash
+
+STATE_FILE = "rebuild_state.sqlite"
+_PACKAGE = Path(__file__).resolve().parent
+# The code whose behaviour decides an outcome; see chunker_version().
+_VERSIONED_SOURCES = (
+    sorted((_PACKAGE / "chunker").glob("*.py"))
+    + [_PACKAGE / name for name in ("tokens.py", "pipeline.py", "urls.py", "incremental.py")]
+    + [_PACKAGE / "validation_tables.py"]
+)
+
+
+@lru_cache(maxsize=1)
+def chunker_version() -> str:
+    """A hash of the code that makes an outcome, and of the tiktoken release."""
+    digest = hashlib.sha256(f"tiktoken {tiktoken.__version__}\n".encode())
+    for path in _VERSIONED_SOURCES:
+        digest.update(f"{path.name}\n".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def outcome_key(page: PageInput, raw_hash: str, encoding: str, options: ChunkerOptions) -> str:
+    """Everything `chunk_page` reads: the markdown (by its hash), the title, the options,
+    the encoding, and the code (`chunker_version`)."""
+    parts = [chunker_version(), encoding, repr(options), page.title, raw_hash]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class StoredDraft:
+    """A draft chunk as the chunker made it, with what its text alone tells."""
+
+    text: str
+    tokens: int
+    h1: str | None
+    h2: str | None
+    breadcrumb: list[str]
+    source_lines: tuple[int, int]
+    recount: int  # TokenCounter.count(text): what the suites compare `tokens` with
+    text_hash: str  # validation_tables.text_hash: whitespace-normalised sha256
+    dedupe_key: str  # the same normalisation, the key under which repeats are dropped
+    heading_lines: list[str]  # validation_tables.heading_lines, sorted
+    overlap: str  # overlap_text for the chunk that follows this one ("" for a page's last)
+
+
+@dataclass
+class StoredOutcome:
+    """One page's outcome: its drafts and page figures, or why it was quarantined."""
+
+    index: int  # the page's position in the crawl it was chunked from (not stored)
+    reason: str | None = None
+    detail: str = ""
+    content_hash: str = ""
+    drafts: list[StoredDraft] = field(default_factory=list)
+    headings: list[tuple[int, str, int]] = field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    removed_tokens: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def chunked(self) -> bool:
+        return self.reason is None
+
+    def to_payload(self) -> bytes:
+        data = asdict(self)
+        del data["index"]
+        return zlib.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 1)
+
+    @classmethod
+    def from_payload(cls, index: int, payload: bytes) -> StoredOutcome:
+        data = json.loads(zlib.decompress(payload))
+        data["drafts"] = [
+            StoredDraft(**{**d, "source_lines": tuple(d["source_lines"])}) for d in data["drafts"]
+        ]
+        data["headings"] = [tuple(h) for h in data["headings"]]
+        return cls(index=index, **data)
+
+
+def chunk_for_store(
+    batch: list[PageInput], encoding: str, options: ChunkerOptions
+) -> list[StoredOutcome]:
+    """Chunk a batch of pages (`pipeline.chunk_batch`) and add what each draft's text tells.
+
+    Runs in a worker process: the recounts and overlaps are the bulk of the work after
+    chunking itself, and done here they are done in parallel, and only once per page text.
+    """
+    counter = TokenCounter(encoding)
+    return [_stored(outcome, counter, options) for outcome in chunk_batch(batch, encoding, options)]
+
+
+def _stored(outcome: PageOutcome, counter: TokenCounter, options: ChunkerOptions) -> StoredOutcome:
+    if outcome.chunks is None:
+        return StoredOutcome(
+            outcome.index, reason=outcome.reason or "unknown", detail=outcome.detail
+        )
+    page = outcome.chunks
+    last = len(page.chunks) - 1
+    return StoredOutcome(
+        index=outcome.index,
+        content_hash=page.content_hash,
+        drafts=[
+            _stored_draft(draft, counter, options, follows=n < last)
+            for n, draft in enumerate(page.chunks)
+        ],
+        headings=list(page.headings),
+        tokens_before=page.tokens_before,
+        tokens_after=page.tokens_after,
+        removed_tokens=dict(page.removed_tokens),
+        warnings=list(page.warnings),
+    )
+
+
+def _stored_draft(
+    draft: DraftChunk, counter: TokenCounter, options: ChunkerOptions, *, follows: bool
+) -> StoredDraft:
+    text = draft.text
+    return StoredDraft(
+        text=text,
+        tokens=draft.tokens,
+        h1=draft.h1,
+        h2=draft.h2,
+        breadcrumb=list(draft.breadcrumb),
+        source_lines=tuple(draft.source_lines),
+        recount=counter.count(text),
+        text_hash=text_hash(text),
+        dedupe_key=dedupe_key(text),
+        heading_lines=sorted(heading_lines(text)),
+        overlap=overlap_after(draft, counter, options) if follows else "",
+    )
+
+
+def dedupe_key(text: str) -> str:
+    """Chunks whose text is equal but for whitespace repeat each other."""
+    normalised = " ".join(text.split())
+    return hashlib.sha256(normalised.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def overlap_after(draft: DraftChunk, counter: TokenCounter, options: ChunkerOptions) -> str:
+    """The overlap text a chunk carries when `draft` is the chunk before it on its page:
+    the heading in force at the draft's start (its breadcrumb) and its last sentence."""
+    crumbs = draft.breadcrumb
+    heading = f"{'#' * min(len(crumbs), 6)} {crumbs[-1]}" if crumbs else None
+    return overlap_text(draft.text, heading, counter, options.limits.overlap)
+
+
+class OutcomeStore:
+    """The outcomes and published chunk rows of one run, in one SQLite file.
+
+    Tables: `outcomes` (key -> zlib-compressed JSON of a StoredOutcome, and its content
+    hash for the alias planning), `chunk_rows` (each chunk id of the run -> sha256 of its
+    line in chunks.json, what `firechunk.changes` compares), `meta` (the code version and
+    encoding the outcomes were made with, for people reading the file).
+
+    A new store is built under a temporary name and renamed into place by `close`, so a
+    run directory holds a whole store or none.
+    """
+
+    def __init__(self, path: Path, *, create: bool = False) -> None:
+        self.path = Path(path)
+        self._building = self.path.with_name(f".{self.path.name}.tmp") if create else None
+        if create:
+            self._building.unlink(missing_ok=True)
+            self._db = _connect(self._building.resolve().as_uri())
+            self._db.executescript(_SCHEMA)
+        else:
+            self._db = _connect(_read_only(self.path))
+
+    @classmethod
+    def create(cls, path: Path, *, encoding: str) -> OutcomeStore:
+        store = cls(path, create=True)
+        store._db.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [("chunker_version", chunker_version()), ("encoding", encoding)],
+        )
+        return store
+
+    def put(self, key: str, outcome: StoredOutcome) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?)",
+            (key, outcome.content_hash if outcome.chunked else None, outcome.to_payload()),
+        )
+
+    def get(self, key: str, index: int) -> StoredOutcome:
+        row = self._db.execute("SELECT payload FROM outcomes WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise KeyError(f"{self.path}: no outcome under key {key}")
+        return StoredOutcome.from_payload(index, row[0])
+
+    def keys(self) -> set[str]:
+        return {key for (key,) in self._db.execute("SELECT key FROM outcomes")}
+
+    def content_hashes(self) -> dict[str, str | None]:
+        """Key -> content hash of every outcome (None: the page was quarantined)."""
+        return dict(self._db.execute("SELECT key, content_hash FROM outcomes"))
+
+    def copy_from(self, other: Path, keys: Iterable[str]) -> int:
+        """Copy the outcomes under `keys` from the store at `other`; return how many."""
+        self._db.execute("CREATE TEMP TABLE wanted (key TEXT PRIMARY KEY)")
+        self._db.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((k,) for k in keys))
+        self._db.execute("ATTACH DATABASE ? AS other", (_read_only(other),))
+        cursor = self._db.execute(
+            "INSERT OR REPLACE INTO outcomes SELECT o.* FROM other.outcomes o "
+            "JOIN wanted w ON o.key = w.key"
+        )
+        self._db.commit()
+        self._db.execute("DETACH DATABASE other")
+        self._db.execute("DROP TABLE wanted")
+        return cursor.rowcount
+
+    def put_chunk_rows(self, rows: Iterable[tuple[str, str]]) -> None:
+        self._db.executemany("INSERT INTO chunk_rows VALUES (?, ?)", rows)
+
+    def chunk_rows(self) -> dict[str, str]:
+        """Chunk id -> sha256 of its chunks.json line, in the run's chunk order."""
+        return dict(self._db.execute("SELECT chunk_id, row_sha FROM chunk_rows ORDER BY rowid"))
+
+    def close(self) -> None:
+        """Commit, close, and (for a new store) move it into place."""
+        self._db.commit()
+        self._db.close()
+        if self._building is not None:
+            with open(self._building, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(self._building, self.path)
+            self._building = None
+
+    def discard(self) -> None:
+        """Close without keeping a store that is being built (the run failed)."""
+        self._db.close()
+        if self._building is not None:
+            self._building.unlink(missing_ok=True)
+
+
+def _connect(uri: str) -> sqlite3.Connection:
+    # A store is handed from the chunk task to the write task, which Prefect may run on
+    # another thread; the two never use it at the same time.
+    return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+
+def _read_only(path: Path) -> str:
+    return f"{Path(path).resolve().as_uri()}?mode=ro"
+
+
+_SCHEMA = """
+PRAGMA journal_mode = OFF;
+PRAGMA synchronous = OFF;
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE outcomes (key TEXT PRIMARY KEY, content_hash TEXT, payload BLOB NOT NULL);
+CREATE TABLE chunk_rows (chunk_id TEXT NOT NULL, row_sha TEXT NOT NULL);
+"""
+
+
+@dataclass
+class ReusePlan:
+    """Which pages the chunker must run on, and which outcomes the baseline already has."""
+
+    keys: dict[int, str]  # page index -> outcome key, for every page of plan.to_chunk
+    reused: set[str]  # keys found in the baseline's store
+    fresh: list[PageInput]  # pages to chunk, in crawl order
+
+    @property
+    def pages_reused(self) -> int:
+        return len(self.keys) - len(self.fresh)
+
+
+def plan_reuse(
+    plan: AliasPlan, encoding: str, options: ChunkerOptions, baseline_state: Path | None
+) -> ReusePlan:
+    """Key every page to chunk, and find the keys the baseline's store holds.
+
+    `baseline_state` None (no good run yet, or a full rebuild asked for) reuses nothing.
+    """
+    keys = {
+        page.index: outcome_key(page, plan.raw_hash[page.index], encoding, options)
+        for page in plan.to_chunk
+    }
+    reused: set[str] = set()
+    if baseline_state is not None and Path(baseline_state).is_file():
+        baseline = OutcomeStore(baseline_state)
+        try:
+            reused = baseline.keys() & set(keys.values())
+        finally:
+            baseline.close()
+    fresh = [page for page in plan.to_chunk if keys[page.index] not in reused]
+    return ReusePlan(keys, reused, fresh)

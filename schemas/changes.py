@@ -1,0 +1,67 @@
+"""`changes.json`: what a vector database must do to go from the last good run to this one.
+
+Written into every run directory by the rebuild. Apply `delete` and `upsert` (the rows are
+in this run's `chunks.parquet` / `chunks.json`) to a database that holds the run named
+`baseline`, and it holds this run. With `baseline` null there was no good run to compare
+with: every chunk of the run is in `upsert` and nothing is deleted.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class PageChange(BaseModel):
+    """A page (by canonical URL) that appeared, changed or disappeared since the baseline."""
+
+    url: str = Field(description="Canonical URL.")
+    status: str | None = Field(
+        default=None, description="chunked, alias or quarantined in this run; null if removed."
+    )
+    content_hash: str | None = Field(
+        default=None, description="sha256 of the cleaned markdown in this run; null if removed."
+    )
+    previous_status: str | None = Field(
+        default=None, description="Status in the baseline; null if the page is new."
+    )
+    previous_content_hash: str | None = Field(
+        default=None, description="Content hash in the baseline; null if the page is new."
+    )
+
+
+class ChangeSet(BaseModel):
+    run_id: str
+    baseline: str | None = Field(
+        description="Run id of the last good run this run is compared with; null when there "
+        "was none, and then every chunk is an upsert."
+    )
+    full: bool = Field(
+        description="True when a full rebuild was asked for (`--full`): every page chunked "
+        "again. The change set is relative to `baseline` either way."
+    )
+    pages_rechunked: int = Field(description="Pages the chunker ran on in this run.")
+    pages_reused: int = Field(description="Pages whose chunker outcome came from the baseline.")
+    upsert: list[str] = Field(
+        default_factory=list,
+        description="Chunk ids to insert or overwrite: new ids, and ids whose row changed "
+        "(e.g. its overlap or chunk_index, with the same text), in chunks.json order.",
+    )
+    delete: list[str] = Field(
+        default_factory=list, description="Chunk ids of the baseline that this run no longer has."
+    )
+    pages_added: list[PageChange] = Field(default_factory=list)
+    pages_changed: list[PageChange] = Field(
+        default_factory=list, description="Same URL, other content or status."
+    )
+    pages_removed: list[PageChange] = Field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        """Nothing for the database to do, and no page came, went or changed."""
+        return not (
+            self.upsert
+            or self.delete
+            or self.pages_added
+            or self.pages_changed
+            or self.pages_removed
+        )
