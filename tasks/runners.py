@@ -58,8 +58,7 @@ def make_task_runner(
     raise ValueError(f"unknown task runner {kind!r}: use 'process' or 'dask'")
 
 
-# What a chunking worker needs before its first task: Prefect's task engine and the chunker.
-WORKER_PRELOAD = ("prefect.task_engine", "prefect.task_runners", "tasks.chunk")
+WORKER_PRELOAD = ("tasks.worker_preload",)
 
 
 class PreloadedProcessPoolTaskRunner(ProcessPoolTaskRunner):
@@ -69,7 +68,8 @@ class PreloadedProcessPoolTaskRunner(ProcessPoolTaskRunner):
     the chunker again: 2-3 s per worker on an idle 2-core machine and several times that
     under load, more than chunking a few hundred pages takes. Here workers fork from
     multiprocessing's fork server, a clean single-threaded process started once per flow
-    process that imports `WORKER_PRELOAD` once; a new worker starts with them loaded.
+    process that imports `tasks.worker_preload` once; a new worker starts with Prefect,
+    the chunker and the tokenizer loaded.
     Forking the fork server (not this process, which runs threads and event loops) keeps
     the isolation that spawn gives. Everything else is Prefect's runner unchanged.
     """
