@@ -1,0 +1,376 @@
+"""Incremental rebuilds: only changed pages are chunked again, `changes.json` says what the
+vector database must do, and the result is exactly what a full rebuild gives.
+
+The stages run in this process (`firechunk.rebuild.rebuild_here`) on the bundled sample
+crawl, with validation by the real GX suites; one test runs them through the Prefect flow
+and the CLI. The sample has aliases (a tracking-parameter URL, two Python reference URLs
+with the same cleaned content, two CLI URLs with the same markdown) and quarantined pages,
+which the assembly must handle the same way on every run.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from firechunk.chunker.page import ChunkerOptions
+from firechunk.chunker.split import Limits
+from firechunk.crawlfile import read_crawl
+from firechunk.incremental import STATE_FILE, plan_reuse
+from firechunk.pipeline import AliasPlan, chunk_crawl, page_inputs
+from firechunk.rebuild import rebuild_here
+from schemas.page import CrawlResult
+from tests.corpus import CORPUS_FILES, needs_corpus
+from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of, task_runs_of
+
+BASE = "https://docs.example.com/docs"
+ARCHITECTURE = f"{BASE}/guides/architecture"
+SCHEMA_PAGE = f"{BASE}/reference/sql/reporting-schema"
+PUBLISH_PAGE = f"{BASE}/reference/python/publish"
+RECEIVE_PAGE = f"{BASE}/reference/python/receive"
+OUTPUT_FILES = ("chunks.json", "chunks.parquet", "pages.parquet", "quarantine.jsonl")
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def sample() -> CrawlResult:
+    return read_crawl(SAMPLE_CRAWL)
+
+
+def page_of(crawl: CrawlResult, url: str):
+    [page] = [page for page in crawl.data if page.url == url]
+    return page
+
+
+def edited(crawl: CrawlResult, url: str, old: str, new: str) -> CrawlResult:
+    """A copy of `crawl` with `old` replaced by `new` in the markdown of page `url`."""
+    crawl = crawl.model_copy(deep=True)
+    page = page_of(crawl, url)
+    assert old in page.markdown
+    page.markdown = page.markdown.replace(old, new, 1)
+    return crawl
+
+
+def without(crawl: CrawlResult, url: str) -> CrawlResult:
+    crawl = crawl.model_copy(deep=True)
+    crawl.data = [page for page in crawl.data if page.url != url]
+    return crawl
+
+
+def chunks_of(run_dir: Path) -> list[dict]:
+    return json.loads((run_dir / "chunks.json").read_text(encoding="utf-8"))
+
+
+def ids_by_page(run_dir: Path) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for chunk in chunks_of(run_dir):
+        found.setdefault(chunk["metadata"]["sourceUrl"], set()).add(chunk["chunk_id"])
+    return found
+
+
+def report_of(run_dir: Path) -> dict:
+    report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    report.pop("seconds")
+    return report
+
+
+def digests(directory: Path) -> dict[str, str]:
+    """sha256 of every file under `directory` (and where a symlink points)."""
+    found = {}
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            path = Path(root) / name
+            found[str(path.relative_to(directory))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    """A data root whose `latest` is a rebuild of the sample; copy it before changing it."""
+    data_dir = tmp_path_factory.mktemp("baseline")
+    result, changes = rebuild_here(sample(), data_dir, "night-1")
+    assert result.published, result.validation.failed
+    return data_dir, changes
+
+
+@pytest.fixture
+def data_dir(baseline, tmp_path):
+    """A private copy of the baseline's data root (runs/night-1 and latest)."""
+    source, _ = baseline
+    target = tmp_path / "data"
+    shutil.copytree(source / "runs" / "night-1", target / "runs" / "night-1")
+    os.symlink("runs/night-1", target / "latest")
+    return target
+
+
+# --- the change set ------------------------------------------------------------------------
+
+
+def test_a_first_run_upserts_every_chunk_and_says_there_was_no_baseline(baseline):
+    data_dir, changes = baseline
+    run_dir = data_dir / "runs" / "night-1"
+    written = json.loads((run_dir / "changes.json").read_text(encoding="utf-8"))
+
+    assert written["baseline"] is None and changes.baseline is None
+    assert written["upsert"] == [chunk["chunk_id"] for chunk in chunks_of(run_dir)]
+    assert written["delete"] == [] and written["pages_removed"] == []
+    assert written["pages_reused"] == 0 and written["pages_rechunked"] == 11
+    canonical = {
+        record["canonical_url"] for record in pq.read_table(run_dir / "pages.parquet").to_pylist()
+    }
+    assert {page["url"] for page in written["pages_added"]} == canonical
+    assert (run_dir / STATE_FILE).is_file()
+
+
+def test_unchanged_input_gives_an_empty_change_set_and_identical_outputs(data_dir):
+    result, changes = rebuild_here(sample(), data_dir, "night-2")
+
+    assert result.published
+    assert changes.empty, changes
+    assert changes.baseline == "night-1"
+    assert (changes.pages_rechunked, changes.pages_reused) == (0, 11)
+    before, after = data_dir / "runs" / "night-1", data_dir / "runs" / "night-2"
+    for name in OUTPUT_FILES:
+        assert (after / name).read_bytes() == (before / name).read_bytes(), name
+    assert report_of(after) == report_of(before)
+    assert json.loads((after / "changes.json").read_text())["upsert"] == []
+
+
+def test_one_changed_page_upserts_and_deletes_only_its_chunks(data_dir):
+    # A sentence in the middle of the page: its chunk gets a new id (new text), and the
+    # chunk after it keeps its id but points at the new one (a changed row, same text).
+    crawl = edited(
+        sample(),
+        ARCHITECTURE,
+        "None of it is needed to send your first message",
+        "None of this is needed to send a first message",
+    )
+    result, changes = rebuild_here(crawl, data_dir, "night-2")
+
+    assert result.published, result.validation.failed
+    before = ids_by_page(data_dir / "runs" / "night-1")
+    after = ids_by_page(data_dir / "runs" / "night-2")
+    assert changes.pages_rechunked == 1 and changes.pages_reused == 10
+    assert [page.url for page in changes.pages_changed] == [ARCHITECTURE]
+    assert changes.pages_added == [] and changes.pages_removed == []
+    assert changes.upsert and changes.delete
+    assert set(changes.upsert) <= after[ARCHITECTURE]
+    assert set(changes.delete) == before[ARCHITECTURE] - after[ARCHITECTURE]
+    assert set(changes.upsert) >= after[ARCHITECTURE] - before[ARCHITECTURE]
+    # Some upserts are ids the baseline has: rows whose overlap link moved, text unchanged.
+    assert set(changes.upsert) & before[ARCHITECTURE]
+    for url in set(before) - {ARCHITECTURE}:
+        assert after[url] == before[url]
+
+
+def test_a_removed_page_has_its_chunk_ids_deleted(data_dir):
+    result, changes = rebuild_here(without(sample(), SCHEMA_PAGE), data_dir, "night-2")
+
+    assert result.published, result.validation.failed
+    before = ids_by_page(data_dir / "runs" / "night-1")
+    assert set(changes.delete) == before[SCHEMA_PAGE] and len(changes.delete) == 3
+    assert changes.upsert == []
+    assert [page.url for page in changes.pages_removed] == [SCHEMA_PAGE]
+    assert changes.pages_removed[0].previous_status == "chunked"
+    assert changes.pages_changed == [] and changes.pages_added == []
+    assert changes.pages_rechunked == 0
+
+
+# --- incremental equals full ---------------------------------------------------------------
+
+
+NEW_PAGE = f"{BASE}/guides/regions"
+REGIONS = """# Regions
+
+Acme Queue runs in three regions. A project lives in one region, and so do its queues.
+
+## Choosing a region
+
+Pick the region closest to the services that publish: latency grows with distance, and a
+queue cannot move between regions once it holds messages.
+
+## Moving to another region
+
+Create a project in the new region, publish to both for a day, then drain the old queues.
+"""
+
+
+def changed_sample() -> CrawlResult:
+    """Every kind of change at once: an edited page, a removed one, a new one, and edits
+    that end an alias (the two Python reference pages no longer read the same)."""
+    crawl = edited(
+        sample(),
+        ARCHITECTURE,
+        "None of it is needed to send your first message",
+        "None of this is needed to send a first message",
+    )
+    crawl = without(crawl, SCHEMA_PAGE)
+    for old, new in [
+        ("This reference documents every method", "This reference lists every method"),
+        ("Create one client per process", "Create a single client per process"),
+        ("Publishing returns the identifier", "A publish returns the identifier"),
+        ("The largest batch to return", "The biggest batch to return"),
+    ]:
+        crawl = edited(crawl, RECEIVE_PAGE, old, new)
+    regions = copy.deepcopy(page_of(crawl, f"{BASE}/guides/webhooks"))
+    regions.metadata.source_url = NEW_PAGE
+    regions.metadata.title = "Regions | Acme Docs"
+    regions.markdown = REGIONS
+    crawl.data.append(regions)
+    return crawl
+
+
+def test_incremental_rebuild_equals_a_full_rebuild_of_the_same_crawl(data_dir, tmp_path):
+    crawl = changed_sample()
+    incremental, changes = rebuild_here(crawl, data_dir, "night-2")
+    full, _ = rebuild_here(crawl, tmp_path / "fresh", "full")
+
+    assert incremental.published and full.published
+    assert changes.pages_reused > 0 and changes.pages_rechunked == 3
+    a, b = incremental.run_dir, full.run_dir
+    for name in OUTPUT_FILES:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    assert report_of(a) == report_of(b)
+    # ... and the same chunks as the in-memory pipeline (`firechunk chunk`).
+    assert chunks_of(a) == [chunk.to_json() for chunk in chunk_crawl(crawl, workers=1).chunks]
+    # The alias that ended is a changed page: it is chunked now.
+    receive = [page for page in changes.pages_changed if page.url == RECEIVE_PAGE]
+    assert receive and receive[0].previous_status == "alias" and receive[0].status == "chunked"
+    assert [page.url for page in changes.pages_added] == [NEW_PAGE]
+
+
+def test_full_rebuild_chunks_every_page_again_relative_to_the_last_good_run(data_dir):
+    result, changes = rebuild_here(sample(), data_dir, "night-2", full=True)
+
+    assert result.published
+    assert changes.full and changes.baseline == "night-1"
+    assert (changes.pages_rechunked, changes.pages_reused) == (11, 0)
+    assert changes.empty  # same crawl: nothing for the database to do
+
+
+def test_other_chunker_options_reuse_nothing(baseline):
+    data_dir, _ = baseline
+    plan = AliasPlan.from_inputs(page_inputs(sample()))
+    state = data_dir / "runs" / "night-1" / STATE_FILE
+
+    same = plan_reuse(plan, "cl100k_base", ChunkerOptions(), state)
+    other = plan_reuse(plan, "cl100k_base", ChunkerOptions(limits=Limits(soft=600)), state)
+
+    assert len(same.reused) == 11 and same.fresh == []
+    assert other.reused == set() and len(other.fresh) == 11
+
+
+# --- safety --------------------------------------------------------------------------------
+
+
+def test_a_failed_validation_leaves_latest_and_its_state_alone(data_dir):
+    # The same URL twice with other text: page_url_unique fails.
+    crawl = sample()
+    again = page_of(crawl, ARCHITECTURE).model_copy(deep=True)
+    again.markdown += "\n\nThe same URL, crawled twice with other text.\n"
+    crawl.data.append(again)
+    baseline_dir = data_dir / "runs" / "night-1"
+    before = digests(baseline_dir)
+
+    failed, failed_changes = rebuild_here(crawl, data_dir, "night-2")
+
+    assert not failed.published
+    assert "page_url_unique" in {item.name for item in failed.validation.failed}
+    assert os.readlink(data_dir / "latest") == "runs/night-1"
+    assert digests(baseline_dir) == before
+    status = json.loads((data_dir / "runs" / "night-2" / "status.json").read_text())
+    assert status["status"] == "failed"
+    assert failed_changes.baseline == "night-1"
+
+    # The next run is still relative to the last good run, and reuses its outcomes.
+    _, changes = rebuild_here(sample(), data_dir, "night-3")
+    assert changes.baseline == "night-1" and changes.empty
+    assert changes.pages_reused == 11
+
+
+# --- the real corpus -----------------------------------------------------------------------
+
+
+@pytest.mark.corpus
+@needs_corpus
+def test_streamed_rebuild_of_the_corpus_equals_the_in_memory_pipeline(tmp_path):
+    """Aliases by the dozen (the Python reference) and real duplicate chunks."""
+    seen: set[str] = set()
+    pages = []
+    for path in CORPUS_FILES:
+        for page in read_crawl(path).data:
+            if page.url not in seen:
+                seen.add(page.url)
+                pages.append(page)
+    crawl = CrawlResult(data=pages)
+
+    result, _ = rebuild_here(crawl, tmp_path, "corpus")
+    expected = chunk_crawl(crawl, workers=2)
+
+    assert result.published, result.validation.failed
+    assert chunks_of(result.run_dir) == [chunk.to_json() for chunk in expected.chunks]
+    written_pages = pq.read_table(result.run_dir / "pages.parquet").to_pylist()
+    assert written_pages == [page.model_dump(mode="json") for page in expected.pages]
+    report = expected.report.model_dump(mode="json")
+    report.pop("seconds")
+    assert report_of(result.run_dir) == report
+    assert report["pages_aliased"] > 40 and report["duplicate_chunks_dropped"] > 0
+
+
+# --- through Prefect -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def prefect_api(tmp_path_factory):
+    from prefect.settings import PREFECT_HOME, PREFECT_SERVER_ANALYTICS_ENABLED, temporary_settings
+    from prefect.testing.utilities import prefect_test_harness
+
+    home = tmp_path_factory.mktemp("prefect-home")
+    with (
+        temporary_settings({PREFECT_HOME: home, PREFECT_SERVER_ANALYTICS_ENABLED: False}),
+        prefect_test_harness(server_startup_timeout=180),
+    ):
+        yield
+
+
+def test_rebuild_flow_and_cli_reuse_pages_and_full_chunks_them_again(prefect_api, tmp_path):
+    from typer.testing import CliRunner
+
+    from firechunk.cli import app
+    from flows.rebuild import rebuild
+
+    data_dir = tmp_path / "data"
+    first = rebuild(replay=SAMPLE_CRAWL, data_dir=data_dir, workers=2, run_id="n1")
+    changed = tmp_path / "changed.json"
+    changed.write_text(
+        json.dumps(without(sample(), SCHEMA_PAGE).to_firecrawl_json()), encoding="utf-8"
+    )
+    state = rebuild(replay=changed, data_dir=data_dir, workers=2, run_id="n2", return_state=True)
+    cli = CliRunner().invoke(
+        app,
+        ["rebuild", "--replay", str(changed), "--data-dir", str(data_dir)]
+        + ["--workers", "1", "--run-id", "n3", "--full"],
+    )
+
+    assert first.published and state.is_completed() and cli.exit_code == 0, cli.output
+    second = json.loads((data_dir / "runs" / "n2" / "changes.json").read_text())
+    assert second["baseline"] == "n1" and second["pages_rechunked"] == 0
+    assert len(second["delete"]) == 3 and second["upsert"] == []
+    run_id = state.state_details.flow_run_id
+    assert not [run for run in task_runs_of(run_id) if run.name.startswith("chunk-pages")]
+    changes_table = table_of(artifacts_of(run_id)["rebuild-changes"])
+    assert changes_table["chunk ids to delete"] == "3"
+    assert changes_table["pages reused from the baseline"] == "10"
+    third = json.loads((data_dir / "runs" / "n3" / "changes.json").read_text())
+    assert third["full"] and third["baseline"] == "n2"
+    assert (third["pages_rechunked"], third["pages_reused"]) == (10, 0)
+    assert third["upsert"] == [] and third["delete"] == []
+    assert os.readlink(data_dir / "latest") == "runs/n3"
