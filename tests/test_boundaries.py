@@ -266,3 +266,89 @@ def test_headings_stay_apart_from_code_they_would_push_over_the_limit():
     assert chunks[1].text == code
     assert (chunks[1].h1, chunks[1].h2) == ("T", "Code")
     assert all(c.tokens <= 1000 for c in chunks)
+
+
+# -- headings longer than a chunk -----------------------------------------------------
+# Found by the property tests: a short heading next to one longer than the hard limit was
+# cut off on its own at the blank line between them (a header-only chunk of 2 tokens).
+
+SMALL = {"soft": 120, "hard": 160, "min_tokens": 30}
+
+
+def long_title(n_words: int, tag: str) -> str:
+    return " ".join(tag if n % 8 == 0 else "user" for n in range(n_words))
+
+
+def header_only_chunks(chunks, hard: int, min_tokens: int) -> list[str]:
+    """Chunks of headings alone that still had room for a fragment of content."""
+    return [c.text for c in chunks if is_header_only(c.text) and c.tokens + 1 + min_tokens <= hard]
+
+
+def test_a_short_heading_before_a_too_long_closing_heading_joins_the_chunk_before():
+    markdown = f"Some words here.\n\n# the\n\n# {long_title(142, 't2')}"
+    chunks = chunk_one(markdown, **SMALL).chunks
+    assert not header_only_chunks(chunks, 160, 30)
+    assert chunks[0].text.startswith("Some words here.\n\n# the\n\n# t2")
+    assert all(c.tokens <= 160 for c in chunks)
+    assert all(c.tokens >= 150 for c in chunks[1:])  # the rest of the heading: full pieces
+    assert " ".join(" ".join(c.text.split()) for c in chunks) == " ".join(markdown.split())
+
+
+def test_headings_longer_than_a_chunk_come_in_full_pieces_and_the_rest_stacks_on_content():
+    run = f"# the\n\n# {long_title(400, 't1')}\n\n### {long_title(500, 't2')}"
+    assert count(run) > 1000
+    markdown = f"{run}\n\nThe t3 content of the section, in a short paragraph."
+    chunks = chunk_one(markdown).chunks
+    assert not header_only_chunks(chunks, 1000, 100)
+    assert all(990 <= c.tokens <= 1000 for c in chunks[:-1])
+    assert chunks[-1].text.endswith("\n\nThe t3 content of the section, in a short paragraph.")
+    assert " ".join(" ".join(c.text.split()) for c in chunks) == " ".join(markdown.split())
+
+
+def test_a_closing_setext_heading_longer_than_a_chunk_ends_in_a_full_piece():
+    # Cut from the front, its underline was left as a chunk '=' next to a crumb 'signs'.
+    markdown = f"# the\n\nSome t1 words here.\n\n{long_title(400, 't2')} signs\n="
+    chunks = chunk_one(markdown, **SMALL).chunks
+    assert not header_only_chunks(chunks, 160, 30)
+    assert chunks[-1].text.endswith("signs\n=") and chunks[-1].tokens >= 150
+    assert chunks[0].text.startswith("# the\n\nSome t1 words here.\n\nt2 user")
+    assert " ".join(" ".join(c.text.split()) for c in chunks) == " ".join(markdown.split())
+
+
+def test_a_setext_heading_cut_short_never_heads_the_content_after_it():
+    # Its partial title would read as the heading of the code; cut from the end instead,
+    # the underline ends a full piece and the code starts its own chunk.
+    title = long_title(137, "t1")
+    code = "```\nt2_0 = call(962838)\n```"
+    markdown = f"# the the\n\n{title}\n=\n\n{code}"
+    assert count(f"# the the\n\n{title}\n=") > 160 >= count(f"{title}\n=")
+    chunks = chunk_one(markdown, **SMALL).chunks
+    assert [c.text for c in chunks][-1] == code
+    assert chunks[-2].text.endswith(" t1\n=") and chunks[-2].tokens >= 150
+    # At the page start no chunk can take '# the the': it keeps a word of the title.
+    assert chunks[0].text == "# the the\n\nt1"
+    assert not header_only_chunks(chunks, 160, 30)
+    assert all(c.h1 == title for c in chunks[1:])
+
+
+def test_a_setext_run_cut_from_the_end_leaves_its_start_with_the_chunk_before():
+    title = long_title(300, "t1")
+    markdown = f"Some words here.\n\n## Short\n\n{title}\n---\n\nThe t2 content follows here."
+    chunks = chunk_one(markdown, **SMALL).chunks
+    assert chunks[0].text.startswith("Some words here.\n\n## Short\n\nt1 user")
+    assert chunks[-2].text.endswith(" user\n---")
+    assert chunks[-1].text == "The t2 content follows here."
+    assert not header_only_chunks(chunks, 160, 30)
+    assert " ".join(" ".join(c.text.split()) for c in chunks) == " ".join(markdown.split())
+
+
+def test_a_heading_cut_short_heads_the_piece_that_starts_inside_it():
+    # Closing headings '# the', a long H1, '# the': the long one is cut, no chunk line
+    # holds its title whole, so the piece that starts inside it carries it as its H1.
+    title = long_title(150, "t2")
+    markdown = f"Some t0 words here.\n\n# the\n\n# {title}\n\n# the"
+    chunks = chunk_one(markdown, **SMALL).chunks
+    assert chunks[0].text.startswith("Some t0 words here.\n\n# the\n\n# t2")
+    assert [c.h1 for c in chunks[1:]] == [title]
+    assert chunks[-1].text.endswith("\n\n# the")
+    assert " ".join(" ".join(c.text.split()) for c in chunks) == " ".join(markdown.split())

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from firechunk.chunker.blocks import CODE, LIST, TABLE, parse_blocks
-from firechunk.chunker.pieces import Budget, split_block, split_text
+from firechunk.chunker.pieces import Budget, fill_text, split_block, split_text
 from tests.chunk_helpers import (
     chunk_one,
     code_lines,
@@ -260,6 +260,37 @@ def test_a_word_over_budget_is_cut_by_characters():
     assert len(pieces) > 2
     assert all(p.tokens <= 100 for p in pieces)
     assert "".join(p.text for p in pieces) == url
+
+
+# -- fill_text: headings longer than a chunk ------------------------------------------
+
+
+def rejoined(pieces) -> str:
+    return pieces[0].text + "".join(p.joiner + p.text for p in pieces[1:])
+
+
+def test_fill_text_makes_every_piece_full_but_the_last_across_lines_and_blocks():
+    text = "# " + " ".join(f"alpha{i}" for i in range(60)) + "\n\n## " + "beta " * 40 + "end"
+    pieces = fill_text(text, 7, 60, count)
+    assert rejoined(pieces) == text  # white space kept as joiners: nothing lost
+    assert all(p.tokens <= 60 for p in pieces)
+    assert all(p.tokens >= 55 for p in pieces[:-1])  # full, whatever the blank line
+    assert pieces[0].start == 7 and pieces[-1].end == 10
+
+
+def test_fill_text_from_the_end_leaves_the_rest_in_the_first_piece():
+    text = "Title " + " ".join(f"word{i}" for i in range(200)) + "\n==="
+    pieces = fill_text(text, 0, 60, count, from_end=True)
+    assert rejoined(pieces) == text
+    assert all(55 <= p.tokens <= 60 for p in pieces[1:])
+    assert pieces[0].tokens < 60 and pieces[-1].text.endswith("\n===")
+
+
+def test_fill_text_cuts_a_word_over_the_limit_by_characters():
+    text = "short " + "x" * 2000 + " tail"
+    pieces = fill_text(text, 0, 50, count)
+    assert all(p.tokens <= 50 for p in pieces)
+    assert rejoined(pieces) == text
 
 
 # -- packing a page: soft and hard limits ---------------------------------------------

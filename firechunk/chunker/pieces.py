@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from firechunk.chunker.blocks import CODE, LIST, QUOTE, TABLE, Block, parse_blocks
+from firechunk.chunker.blocks import CODE, HEADING, LIST, QUOTE, TABLE, Block, parse_blocks
 
 Count = Callable[[str], int]
 
@@ -322,3 +322,82 @@ def _split_chars(text: str, budget: Budget, count: Count, done: int) -> list[tup
         out.append((text[position:low], position, ""))
         position = low
     return out
+
+
+# A word, with a heading marker before it and a setext underline after it: a cut there
+# would leave a lone '#', or a title line that no longer reads as a heading.
+_WORD = re.compile(r"(?:#{1,6}[ \t]+)?\S+(?:\n {0,3}(?:=+|-+)[ \t]*(?=\n|$))?")
+
+
+def fill_text(
+    text: str,
+    first_line: int,
+    limit: int,
+    count: Count,
+    *,
+    from_end: bool = False,
+    text_first: bool = False,
+) -> list[Piece]:
+    """Cut text at white space, whatever its structure, into pieces as full as `limit`
+    allows; only the piece at the far end holds the rest (the last one, or the first
+    `from_end`). For headings longer than a chunk: a piece of them with room to spare
+    would be a chunk of headings alone, so every piece but the one that goes next to
+    content is full. With `text_first`, the first piece takes words of the next until it
+    holds more than headings (it has no chunk to join)."""
+    words = [match.span() for match in _WORD.finditer(text)]
+
+    def fits(first: int, last: int) -> bool:
+        return count(text[words[first][0] : words[last][1]]) <= limit
+
+    ranges: list[tuple[int, int]] = []  # first and last word of each piece
+    low, high = 0, len(words) - 1  # the words not yet in a piece, both ends included
+    while low <= high:
+        if from_end:  # the fewest words that still end at `high`: at least one
+            first = _bisect(high, low, lambda i, high=high: fits(i, high))
+            ranges.insert(0, (first, high))
+            high = first - 1
+        else:
+            last = _bisect(low, high, lambda j, low=low: fits(low, j))
+            ranges.append((low, last))
+            low = last + 1
+    while text_first and len(ranges) > 1:
+        (first, last), (_, rest_last) = ranges[0], ranges[1]
+        piece = text[words[first][0] : words[last][1]]
+        if not all(b.kind == HEADING for b in parse_blocks(piece.split("\n"))):
+            break
+        if not fits(first, last + 1):
+            break
+        ranges[0:2] = [(first, last + 1)] + (
+            [(last + 2, rest_last)] if last + 1 < rest_last else []
+        )
+    pieces: list[Piece] = []
+    previous_end = 0
+    for first, last in ranges:
+        start, end = words[first][0], words[last][1]
+        joiner = text[previous_end:start] if pieces else None
+        span_text = text[start:end]
+        parts = [(span_text, 0, "")]
+        if count(span_text) > limit:  # one word over the limit
+            parts = _split_chars(span_text, Budget(limit, limit), count, 0)
+        for part, offset, _ in parts:
+            line = first_line + text.count("\n", 0, start + offset)
+            pieces.append(Piece(part, count(part), line, line + part.count("\n") + 1, joiner))
+            joiner = ""
+        previous_end = end
+    return pieces
+
+
+def _bisect(near: int, far: int, ok: Callable[[int], bool]) -> int:
+    """The index furthest from `near` towards `far` (either direction) for which `ok`
+    holds, assuming it holds up to some point and not beyond; `near` when none does."""
+    step = 1 if far >= near else -1
+    good, bad = near, far + step
+    if ok(far):
+        return far
+    while abs(bad - good) > 1:
+        middle = (good + bad) // 2
+        if ok(middle):
+            good = middle
+        else:
+            bad = middle
+    return good

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from firechunk.chunker.blocks import CODE, HEADING, Block
+from firechunk.chunker.blocks import CODE, HEADING, Block, parse_blocks
 from firechunk.chunker.joincount import count_joined, count_with_sep
-from firechunk.chunker.pieces import Budget, Count, Piece, split_block
+from firechunk.chunker.pieces import Budget, Count, Piece, fill_text, split_block
 from firechunk.chunker.sections import HeadingPath, Section
 
 
@@ -37,61 +37,139 @@ class Unit:
     opens_with_heading: bool = False
 
 
+@dataclass(frozen=True)
+class _Heading:
+    """A heading waiting for content, with the path and H1 section it opens."""
+
+    block: Block
+    path: HeadingPath
+    h1_ordinal: int
+
+
 def build_units(
     sections: list[Section], lines: list[str], limits: Limits, count: Count
 ) -> list[Unit]:
     """Units of the whole page; heading runs stack onto the next content, across sections."""
     units: list[Unit] = []
-    stacked: list[Block] = []
-    path: HeadingPath = ()
+    run: list[_Heading] = []
     for section in sections:
         for block, path in zip(section.blocks, section.paths, strict=True):
             if block.kind == HEADING:
-                stacked.append(block)
+                run.append(_Heading(block, path, section.h1_ordinal))
                 continue
-            units.extend(_units_of_block(block, path, section, stacked, lines, limits, count))
-            stacked = []
-    if stacked:
-        units.append(_headings_unit(stacked, path, lines, count, sections[-1].h1_ordinal))
+            lead: Piece | None = None
+            if run:
+                lead, before = _lead_headings(run, block, lines, limits, count, bool(units))
+                units.extend(before)
+            units.extend(_units_of_block(block, path, section, lead, lines, limits, count))
+            run = []
+    if run:
+        units.extend(_trailing_headings(run, lines, limits, count))
     return units
+
+
+def _run_text(run: list[_Heading], lines: list[str], count: Count) -> Piece:
+    """A run of headings with no content between them, as one piece of text."""
+    parts = [("\n".join(lines[h.block.start : h.block.end]), h.block.tokens) for h in run]
+    parts = [(text, tokens if tokens >= 0 else count(text)) for text, tokens in parts]
+    text = "\n\n".join(part for part, _ in parts)
+    tokens = count_joined(parts, ["\n\n"] * (len(parts) - 1), count)
+    tokens = count(text) if tokens is None else tokens
+    return Piece(text, tokens, run[0].block.start, run[-1].block.end)
+
+
+def _lead_headings(
+    run: list[_Heading],
+    block: Block,
+    lines: list[str],
+    limits: Limits,
+    count: Count,
+    after_content: bool,
+) -> tuple[Piece | None, list[Unit]]:
+    """The headings to stack onto `block` (None for none), and units of the headings that
+    go before it.
+
+    Headings longer than a chunk are cut as text into full pieces, and what is left of
+    them stacks onto the block. When that rest cannot, they are cut from the end
+    instead, like headings that close a page: full pieces last, and the rest first, to
+    join the chunk before (at the page start, holding a word of text besides headings)."""
+    text = _run_text(run, lines, count)
+    if text.tokens <= limits.hard:
+        return text, []
+    *full, rest = fill_text(text.text, text.start, limits.hard, count)
+    rest_tokens = count_with_sep(rest.text, rest.tokens, "\n\n", count)
+    if _may_stack(rest, run) and _room_for(block, rest_tokens, lines, limits, count):
+        return rest, [_cut_unit(piece, run, headings_only=False) for piece in full]
+    first, *full = fill_text(
+        text.text, text.start, limits.hard, count, from_end=True, text_first=not after_content
+    )
+    return None, [
+        _cut_unit(first, run, headings_only=after_content),
+        *(_cut_unit(piece, run, headings_only=False) for piece in full),
+    ]
+
+
+def _may_stack(rest: Piece, run: list[_Heading]) -> bool:
+    """Whether the rest of headings cut as text may head the content that follows. Not
+    when it ends a setext heading cut short (its partial title would read as the heading
+    of the content), nor when it starts inside a heading that a later one closes (no
+    chunk would then carry that heading's title)."""
+    titles = {h.block.title for h in run}
+    blocks = parse_blocks(rest.text.split("\n"))
+    if any(block.kind == HEADING and block.title not in titles for block in blocks):
+        return False
+    at_heading = "\n" in (rest.joiner or "") and any(h.block.start == rest.start for h in run)
+    return at_heading or rest.start >= run[-1].block.start
+
+
+def _trailing_headings(
+    run: list[_Heading], lines: list[str], limits: Limits, count: Count
+) -> list[Unit]:
+    """Headings that close the page: one headings-only unit, to join the chunk before.
+    Longer than a chunk, they are cut as text from the end: full pieces after, what is
+    left of them first, to join that chunk."""
+    text = _run_text(run, lines, count)
+    if text.tokens <= limits.hard:
+        last = run[-1]
+        return [_heading_unit(text, last.path, last.h1_ordinal, headings_only=True)]
+    pieces = fill_text(text.text, text.start, limits.hard, count, from_end=True)
+    return [_cut_unit(piece, run, headings_only=n == 0) for n, piece in enumerate(pieces)]
+
+
+def _cut_unit(piece: Piece, run: list[_Heading], *, headings_only: bool) -> Unit:
+    """A piece of headings cut as text, under the heading in force at its first line (the
+    one it starts in, so that a heading cut short still heads a chunk)."""
+    heading = [h for h in run if h.block.start <= piece.start][-1]
+    return _heading_unit(piece, heading.path, heading.h1_ordinal, headings_only=headings_only)
 
 
 def _units_of_block(
     block: Block,
     path: HeadingPath,
     section: Section,
-    stacked: list[Block],
+    lead: Piece | None,
     lines: list[str],
     limits: Limits,
     count: Count,
 ) -> list[Unit]:
-    heading_text, heading_tokens = _stacked_headings(stacked, lines, count)
+    """The block's units, the `lead` headings stacked on the first when there is room;
+    else the headings become a unit of their own before it, to join the chunk before."""
+    lead_tokens = count_with_sep(lead.text, lead.tokens, "\n\n", count) if lead else 0
     units: list[Unit] = []
-    if stacked and not _room_for(block, heading_tokens, lines, limits, count):
-        units.append(_headings_unit(stacked, path, lines, count, section.h1_ordinal))
-        stacked, heading_tokens = [], 0
-    pieces = split_block(block, lines, Budget(limits.hard - heading_tokens, limits.hard), count)
+    if lead and not _room_for(block, lead_tokens, lines, limits, count):
+        units.append(_heading_unit(lead, path, section.h1_ordinal, headings_only=True))
+        lead, lead_tokens = None, 0
+    pieces = split_block(block, lines, Budget(limits.hard - lead_tokens, limits.hard), count)
     for index, piece in enumerate(pieces):
         unit = _unit(piece, path, section.h1_ordinal, count)
-        if index == 0 and stacked:
-            unit.text = f"{heading_text}\n\n{unit.text}"
-            unit.tokens += heading_tokens
-            unit.start = stacked[0].start
+        if index == 0 and lead:
+            unit.text = f"{lead.text}\n\n{unit.text}"
+            unit.tokens += lead_tokens
+            unit.start = lead.start
+            unit.joiner = lead.joiner
             unit.opens_with_heading = True
         units.append(unit)
     return units
-
-
-def _stacked_headings(stacked: list[Block], lines: list[str], count: Count) -> tuple[str, int]:
-    """The heading lines to put on top of a block, and their exact tokens with the blank
-    line that separates them from the block (0 when there are none)."""
-    if not stacked:
-        return "", 0
-    parts = [("\n".join(lines[h.start : h.end]), h.tokens) for h in stacked]
-    parts = [(text, tokens if tokens >= 0 else count(text)) for text, tokens in parts]
-    text = "\n\n".join(part for part, _ in parts)
-    tokens = count_joined(parts, ["\n\n"] * (len(parts) - 1), count)
-    return text, count_with_sep(text, tokens, "\n\n", count)
 
 
 def _room_for(
@@ -113,18 +191,16 @@ def _unit(piece: Piece, path: HeadingPath, h1_ordinal: int, count: Count) -> Uni
     return Unit(piece.text, piece.tokens, piece.start, piece.end, path, h1_ordinal, piece.joiner)
 
 
-def _headings_unit(
-    stacked: list[Block], path: HeadingPath, lines: list[str], count: Count, h1_ordinal: int
-) -> Unit:
-    text = "\n\n".join("\n".join(lines[h.start : h.end]) for h in stacked)
+def _heading_unit(piece: Piece, path: HeadingPath, h1_ordinal: int, *, headings_only: bool) -> Unit:
     return Unit(
-        text,
-        count(text),
-        stacked[0].start,
-        stacked[-1].end,
+        piece.text,
+        piece.tokens,
+        piece.start,
+        piece.end,
         path,
         h1_ordinal,
-        headings_only=True,
+        piece.joiner,
+        headings_only=headings_only,
         opens_with_heading=True,
     )
 
