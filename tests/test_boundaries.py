@@ -54,6 +54,16 @@ def test_fragments_at_or_over_the_minimum_stay_alone():
     assert names(merge_small(groups, LIMITS)) == [["a"], ["b"]]
 
 
+def test_with_an_exact_check_a_fragment_takes_the_neighbour_whose_text_fits():
+    groups = [[unit(300, name="left")], [unit(30, name="small")], [unit(200, name="right")]]
+    exact = {"small right": 1003, "left small": 400}  # the estimate of 'right' was short
+
+    def fits(group: list[Unit]) -> bool:
+        return exact[" ".join(u.text for u in group)] <= 1000
+
+    assert names(merge_small(groups, LIMITS, fits)) == [["left", "small"], ["right"]]
+
+
 # -- attach_lone_headings -------------------------------------------------------------
 
 
@@ -352,3 +362,18 @@ def test_a_heading_cut_short_heads_the_piece_that_starts_inside_it():
     assert [c.h1 for c in chunks[1:]] == [title]
     assert chunks[-1].text.endswith("\n\n# the")
     assert " ".join(" ".join(c.text.split()) for c in chunks) == " ".join(markdown.split())
+
+
+def test_fragments_left_by_a_cut_for_closing_headings_are_merged():
+    # The closing heading leaves too little room to share the last chunk, so it is cut
+    # off after the small fragments were merged: the code and the '## the' section, both
+    # small and of one H1 section, must still come together.
+    code = "```\nt0_0 = call(962838, 'x')\n```"
+    heading = "### " + long_title(120, "t3")
+    section = (
+        "## the\n\nThe t2 row is read safely by the client, then cached for the session"
+        " of the user who signs in."
+    )
+    assert count(section) + count(heading) > 160 and count(heading) > 160 - 30
+    chunks = chunk_one(f"{code}\n\n{section}\n\n{heading}", **SMALL).chunks
+    assert [c.text for c in chunks] == [f"{code}\n\n{section}", heading]

@@ -11,6 +11,8 @@ units were built (`pieces.py`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from firechunk.chunker.blocks import CODE, HEADING, OTHER, Block, parse_blocks
 from firechunk.chunker.pieces import Budget, Count, Piece, split_block, split_text
 from firechunk.chunker.split import Limits, Unit, estimate, pack_section
@@ -34,13 +36,19 @@ def attach_lone_headings(groups: list[Group], limits: Limits) -> list[Group]:
     return out
 
 
-def merge_small(groups: list[Group], limits: Limits) -> list[Group]:
-    """Merge fragments under `min_tokens` into a neighbour of the same H1 section."""
+def merge_small(
+    groups: list[Group], limits: Limits, fits: Callable[[Group], bool] | None = None
+) -> list[Group]:
+    """Merge fragments under `min_tokens` into a neighbour of the same H1 section. Merges
+    are judged on the estimate; with `fits`, on the exact count too (after the hard
+    limit has been enforced, a merge must not undo it)."""
     groups = list(groups)
     index = 0
     while index < len(groups):
         size = estimate(groups[index])
-        partner = _best_partner(groups, index, size, limits) if size < limits.min_tokens else None
+        partner = None
+        if size < limits.min_tokens:
+            partner = _best_partner(groups, index, size, limits, fits)
         if partner is None:
             index += 1
             continue
@@ -50,7 +58,13 @@ def merge_small(groups: list[Group], limits: Limits) -> list[Group]:
     return groups
 
 
-def _best_partner(groups: list[Group], index: int, size: int, limits: Limits) -> int | None:
+def _best_partner(
+    groups: list[Group],
+    index: int,
+    size: int,
+    limits: Limits,
+    fits: Callable[[Group], bool] | None,
+) -> int | None:
     ordinal = groups[index][0].h1_ordinal
     options = []
     for neighbour in (index - 1, index + 1):
@@ -58,7 +72,11 @@ def _best_partner(groups: list[Group], index: int, size: int, limits: Limits) ->
             merged = size + estimate(groups[neighbour]) + 1
             if merged <= limits.hard:
                 options.append((merged, neighbour))
-    return min(options)[1] if options else None
+    for _, neighbour in sorted(options):
+        low = min(index, neighbour)
+        if fits is None or fits(groups[low] + groups[low + 1]):
+            return neighbour
+    return None
 
 
 def enforce_hard_limit(

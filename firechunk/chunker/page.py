@@ -78,16 +78,14 @@ def chunk_page(
     ]
     groups = boundaries.attach_lone_headings(groups, options.limits)
     groups = boundaries.merge_small(groups, options.limits)
+    groups = _within_hard_limit(groups, options.limits, count)
+    # Cutting for the hard limit may leave fragments; merge them where the text fits.
+    groups = boundaries.merge_small(
+        groups,
+        options.limits,
+        fits=lambda group: join_units(group, count)[1] <= options.limits.hard,
+    )
     texts, tokens = _join_groups(groups, count)
-    for _ in range(MAX_REPACKS):
-        repacked = boundaries.enforce_hard_limit(groups, texts, tokens, options.limits, count)
-        if repacked is None:
-            break
-        groups = repacked
-        texts, tokens = _join_groups(groups, count)
-    else:  # re-packing did not converge (pathological headings): cut what is left as text
-        groups = boundaries.cut_as_text(groups, texts, tokens, options.limits, count)
-        texts, tokens = _join_groups(groups, count)
     fallback_h1 = _first_h1(blocks) or title
     chunks = [
         _draft(group, text, n, cleaned.source_lines, fallback_h1)
@@ -181,6 +179,20 @@ def page_tokens(lines: list[str], blocks: list[Block], count: Count) -> int:
         last_text, last_tokens = parts[-1]
         total += count_with_sep(last_text, last_tokens, tail, count) - last_tokens
     return total + (count(sep) if sep else 0)  # blank lines at the start
+
+
+def _within_hard_limit(groups: list[list[Unit]], limits: Limits, count: Count) -> list[list[Unit]]:
+    """Groups whose exact text is within the hard limit: re-packed tighter where the
+    estimate was wrong, and as a last resort cut as text."""
+    texts, tokens = _join_groups(groups, count)
+    for _ in range(MAX_REPACKS):
+        repacked = boundaries.enforce_hard_limit(groups, texts, tokens, limits, count)
+        if repacked is None:
+            return groups
+        groups = repacked
+        texts, tokens = _join_groups(groups, count)
+    # Re-packing did not converge (pathological headings): cut what is left as text.
+    return boundaries.cut_as_text(groups, texts, tokens, limits, count)
 
 
 def _join_groups(groups: list[list[Unit]], count: Count) -> tuple[list[str], list[int]]:
