@@ -107,7 +107,8 @@ def run_batches(
     options: ChunkerOptions,
     progress: Progress | None = None,
 ) -> dict[int, PageOutcome]:
-    """Chunk pages in `workers` processes (in this process when 1), batch by batch."""
+    """Chunk pages in up to `workers` processes (in this process when 1), batch by batch."""
+    workers = useful_workers(pages, workers)
     batches = list(make_batches(pages, workers))
     results: dict[int, PageOutcome] = {}
     for outcomes in _map_batches(batches, workers, encoding, options):
@@ -129,17 +130,35 @@ def _map_batches(batches, workers, encoding, options) -> Iterator[list[PageOutco
             yield future.result()
 
 
+# Starting worker processes and sending pages and chunks between them costs about as much
+# as chunking this many characters of markdown (bench/chunk_speed.py, 2 cores): below it per
+# worker, a worker does not pay for itself.
+MIN_CHARS_PER_WORKER = 100_000
+
+
+def useful_workers(pages: list[PageInput], workers: int) -> int:
+    """How many of `workers` processes are worth starting for these pages (at least 1)."""
+    return max(1, min(workers, _chars(pages) // MIN_CHARS_PER_WORKER))
+
+
+def _chars(pages: list[PageInput]) -> int:
+    return sum(_size(page) for page in pages)
+
+
+def _size(page: PageInput) -> int:
+    return len(page.markdown) if isinstance(page.markdown, str) else 1
+
+
 def make_batches(
     pages: list[PageInput], workers: int, per_worker: int = 4
 ) -> Iterator[list[PageInput]]:
     """Batches of about equal characters, a few per worker so the pool stays balanced."""
-    total = sum(len(p.markdown) if isinstance(p.markdown, str) else 1 for p in pages)
-    target = max(1, total // max(1, workers * per_worker))
+    target = max(1, _chars(pages) // max(1, workers * per_worker))
     batch: list[PageInput] = []
     size = 0
     for page in pages:
         batch.append(page)
-        size += len(page.markdown) if isinstance(page.markdown, str) else 1
+        size += _size(page)
         if size >= target:
             yield batch
             batch, size = [], 0

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from firechunk import pipeline
 from firechunk.crawlfile import read_crawl
 from firechunk.pipeline import PageInput, chunk_batch, chunk_crawl
 from firechunk.urls import canonical_url
@@ -154,7 +155,8 @@ def test_chunk_ids_are_uuid5_and_unique():
     assert len(set(ids)) == len(ids)
 
 
-def test_chunk_ids_are_stable_across_reruns_and_worker_counts():
+def test_chunk_ids_are_stable_across_reruns_and_worker_counts(monkeypatch):
+    monkeypatch.setattr(pipeline, "MIN_CHARS_PER_WORKER", 1)  # a pool even for small pages
     pages = many_pages()
     one = chunk_crawl(crawl(*pages), workers=1)
     again = chunk_crawl(crawl(*pages), workers=1)
@@ -163,6 +165,15 @@ def test_chunk_ids_are_stable_across_reruns_and_worker_counts():
     assert ids == [c.chunk_id for c in again.chunks] == [c.chunk_id for c in two.chunks]
     assert [c.to_json() for c in one.chunks] == [c.to_json() for c in two.chunks]
     assert one.quarantine == two.quarantine
+
+
+def test_small_work_is_not_worth_a_second_worker():
+    small = [PageInput(i, f"u{i}", "t", "x" * 1000) for i in range(10)]
+    large = [PageInput(i, f"u{i}", "t", "x" * pipeline.MIN_CHARS_PER_WORKER) for i in range(3)]
+    assert pipeline.useful_workers(small, 2) == 1
+    assert pipeline.useful_workers(large, 2) == 2
+    assert pipeline.useful_workers(large, 8) == 3
+    assert pipeline.useful_workers([], 4) == 1
 
 
 def test_a_chunk_id_depends_on_its_url_and_its_text():
