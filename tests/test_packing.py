@@ -254,6 +254,18 @@ def test_a_sentence_over_budget_is_cut_between_words():
     assert " ".join(p.text for p in pieces) == sentence
 
 
+def test_the_rest_of_a_sentence_cut_between_words_takes_the_sentences_after_it():
+    # Found by the property tests: the last words of a line cut between words stood
+    # alone as a crumb ('signs'), apart from the short line after it ('=').
+    long_sentence = " ".join(f"word{i}" for i in range(130)) + "."
+    text = f"{long_sentence} Short one here. Short two here."
+    pieces = split_text(text, 0, Budget(100, 100), count)
+    assert all(p.tokens <= 100 for p in pieces)
+    assert pieces[-1].text.endswith("word129. Short one here. Short two here.")
+    assert pieces[-1].joiner == " "
+    assert " ".join(p.text for p in pieces) == text
+
+
 def test_a_word_over_budget_is_cut_by_characters():
     url = "https://example.com/" + "segment/" * 300
     pieces = split_text(url, 0, Budget(100, 100), count)

@@ -274,25 +274,28 @@ def _split_parts(
     if len(spans) == 1:
         return _split_parts(text, level + 1, budget, count, done)
     out: list[tuple[str, int, str]] = []
-    current: tuple[int, int] | None = None
+    current: tuple[int, int, str] | None = None  # the part being filled: start, end, joiner
     for start, end in spans:
-        limit = budget.at(done + len(out))
-        if current and count(text[current[0] : end]) <= limit:
-            current = (current[0], end)
+        if current and count(text[current[0] : end]) <= budget.at(done + len(out)):
+            current = (current[0], end, current[2])
             continue
         if current:
-            out.append((text[current[0] : current[1]], current[0], joiner))
+            out.append((text[current[0] : current[1]], current[0], current[2]))
         if count(text[start:end]) <= budget.at(done + len(out)):
-            current = (start, end)
-        else:
-            current = None
-            inner = _split_parts(text[start:end], level + 1, budget, count, done + len(out))
-            out.extend(
-                (part, start + offset, joiner if n == 0 else inner_joiner)
-                for n, (part, offset, inner_joiner) in enumerate(inner)
-            )
+            current = (start, end, joiner)
+            continue
+        inner = _split_parts(text[start:end], level + 1, budget, count, done + len(out))
+        parts = [
+            (part, start + offset, joiner if n == 0 else inner_joiner)
+            for n, (part, offset, inner_joiner) in enumerate(inner)
+        ]
+        out.extend(parts[:-1])
+        # The rest of a span cut finer takes the spans after it while they fit, rather
+        # than standing alone as a crumb.
+        part, offset, part_joiner = parts[-1]
+        current = (offset, offset + len(part), part_joiner)
     if current:
-        out.append((text[current[0] : current[1]], current[0], joiner))
+        out.append((text[current[0] : current[1]], current[0], current[2]))
     return out
 
 
