@@ -377,3 +377,14 @@ def test_fragments_left_by_a_cut_for_closing_headings_are_merged():
     assert count(section) + count(heading) > 160 and count(heading) > 160 - 30
     chunks = chunk_one(f"{code}\n\n{section}\n\n{heading}", **SMALL).chunks
     assert [c.text for c in chunks] == [f"{code}\n\n{section}", heading]
+
+
+def test_pieces_of_a_heading_run_know_their_page_lines_across_extra_blank_lines():
+    # The run's text puts one blank line between headings; the page here has three. The
+    # piece that starts inside the long H2 must still find it (its H2 and its lines).
+    title = long_title(160, "t3")
+    markdown = f"Some t0 words here.\n\n### the\n\n\n\n## {title}"
+    chunks = chunk_one(markdown, **SMALL).chunks
+    assert chunks[0].text.startswith("Some t0 words here.\n\n### the\n\n## t3")
+    assert [c.h2 for c in chunks[1:]] == [title]
+    assert [c.source_lines for c in chunks[1:]] == [(7, 7)]

@@ -96,17 +96,31 @@ def _lead_headings(
     text = _run_text(run, lines, count)
     if text.tokens <= limits.hard:
         return text, []
-    *full, rest = fill_text(text.text, text.start, limits.hard, count)
+    *full, rest = _cut_run(run, text, limits, count)
     rest_tokens = count_with_sep(rest.text, rest.tokens, "\n\n", count)
     if _may_stack(rest, run) and _room_for(block, rest_tokens, lines, limits, count):
         return rest, [_cut_unit(piece, run, headings_only=False) for piece in full]
-    first, *full = fill_text(
-        text.text, text.start, limits.hard, count, from_end=True, text_first=not after_content
-    )
+    first, *full = _cut_run(run, text, limits, count, from_end=True, text_first=not after_content)
     return None, [
         _cut_unit(first, run, headings_only=after_content),
         *(_cut_unit(piece, run, headings_only=False) for piece in full),
     ]
+
+
+def _cut_run(
+    run: list[_Heading], text: Piece, limits: Limits, count: Count, **how: bool
+) -> list[Piece]:
+    """The run's text cut by `fill_text`, each piece with its page lines. (The text puts
+    one blank line between headings, the page may have more: lines are mapped back.)"""
+    rows: list[int] = []  # the page line of each line of the run's text
+    for n, heading in enumerate(run):
+        if n:
+            rows.append(heading.block.start - 1)
+        rows.extend(range(heading.block.start, heading.block.end))
+    pieces = fill_text(text.text, 0, limits.hard, count, **how)
+    for piece in pieces:
+        piece.start, piece.end = rows[piece.start], rows[piece.end - 1] + 1
+    return pieces
 
 
 def _may_stack(rest: Piece, run: list[_Heading]) -> bool:
@@ -132,7 +146,7 @@ def _trailing_headings(
     if text.tokens <= limits.hard:
         last = run[-1]
         return [_heading_unit(text, last.path, last.h1_ordinal, headings_only=True)]
-    pieces = fill_text(text.text, text.start, limits.hard, count, from_end=True)
+    pieces = _cut_run(run, text, limits, count, from_end=True)
     return [_cut_unit(piece, run, headings_only=n == 0) for n, piece in enumerate(pieces)]
 
 
