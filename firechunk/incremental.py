@@ -35,10 +35,11 @@ import os
 import sqlite3
 import zlib
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import orjson
 import tiktoken
 
 from firechunk.chunker.overlap import overlap_text
@@ -111,18 +112,19 @@ class StoredOutcome:
         return self.reason is None
 
     def to_payload(self) -> bytes:
-        data = asdict(self)
-        del data["index"]
-        return zlib.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 1)
+        """zlib-compressed JSON (orjson: thousands of pages are read back on every run)."""
+        return zlib.compress(orjson.dumps(self), 1)
 
     @classmethod
     def from_payload(cls, index: int, payload: bytes) -> StoredOutcome:
-        data = json.loads(zlib.decompress(payload))
+        """The outcome stored as `payload`, for the page at `index` of this run's crawl."""
+        data = orjson.loads(zlib.decompress(payload))
+        data["index"] = index
         data["drafts"] = [
             StoredDraft(**{**d, "source_lines": tuple(d["source_lines"])}) for d in data["drafts"]
         ]
         data["headings"] = [tuple(h) for h in data["headings"]]
-        return cls(index=index, **data)
+        return cls(**data)
 
 
 def chunk_for_store(

@@ -13,12 +13,13 @@ never holds its chunk texts twice, nor all at once when they are streamed
 from __future__ import annotations
 
 import hashlib
-import json
 from contextlib import ExitStack, suppress
+from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -62,7 +63,8 @@ class ChunkFileWriter:
     """`chunks.parquet` and `chunks.json`, written together as chunk rows are added.
 
     Rows are the chunk JSON objects (`Chunk.to_json()` shape). Each is written to
-    `chunks.json` at once, as one line of the array, and to Parquet a row group at a time.
+    `chunks.json` at once, as one line of the array (compact JSON, by orjson: the standard
+    library's encoder took seconds on a few thousand pages), and to Parquet a row group at a time.
     Both files appear (atomically) when the `with` block ends without error; on an error
     neither does. `add` returns the sha256 of the row's line in `chunks.json`: what
     `firechunk.changes` compares from one run to the next.
@@ -89,7 +91,7 @@ class ChunkFileWriter:
         return self
 
     def add(self, row: dict[str, Any]) -> str:
-        line = json.dumps(row, ensure_ascii=False).encode("utf-8")
+        line = orjson.dumps(row)
         self._json.write((b"\n" if self._lines == 0 else b",\n") + line)
         self._lines += 1
         self._rows.append(row)
@@ -157,12 +159,19 @@ def _key_mismatch(value: Any, arrow_type: pa.DataType, where: str) -> str | None
             extra, missing = sorted(set(value) - expected), sorted(expected - set(value))
             return f"{where}: keys not in the schema {extra}, schema keys missing {missing}"
         for field in arrow_type:
+            if not _nested(field.type):
+                continue  # a plain value has no keys to differ
             mismatch = _key_mismatch(value[field.name], field.type, f"{where}.{field.name}")
             if mismatch:
                 return mismatch
-    elif isinstance(value, list) and pa.types.is_list(arrow_type):
-        for position, item in enumerate(value):
-            mismatch = _key_mismatch(item, arrow_type.value_type, f"{where}[{position}]")
-            if mismatch:
-                return mismatch
+    elif isinstance(value, list) and value and pa.types.is_list(arrow_type):
+        # The items of one list are made alike (from one model): the first stands for all.
+        return _key_mismatch(value[0], arrow_type.value_type, f"{where}[0]")
     return None
+
+
+@lru_cache(maxsize=64)
+def _nested(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_struct(arrow_type) or (
+        pa.types.is_list(arrow_type) and _nested(arrow_type.value_type)
+    )

@@ -51,8 +51,9 @@ from schemas.changes import ChangeSet
 from schemas.page import CrawlResult
 from schemas.publish import PublishResult
 
-# Chunk these batches and yield each batch's outcomes (in any order).
-MapBatches = Callable[[list[list[PageInput]]], Iterable[list[StoredOutcome]]]
+# Chunk these batches (the pages the reuse plan left to chunk) and yield each batch's
+# outcomes, in any order.
+MapBatches = Callable[[list[list[PageInput]], ReusePlan], Iterable[list[StoredOutcome]]]
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def chunk_stage(
             if reuse.reused:
                 store.copy_from(start.baseline_state, reuse.reused)
             batches = list(make_batches(reuse.fresh, workers)) if reuse.fresh else []
-            for outcomes in map_batches(batches):
+            for outcomes in map_batches(batches, reuse):
                 for outcome in outcomes:
                     store.put(reuse.keys[outcome.index], outcome)
         except BaseException:
@@ -175,7 +176,9 @@ def rebuild_here(
     options = options or ChunkerOptions()
     start = start_run(data_dir, run_id, full=full)
 
-    def map_here(batches: list[list[PageInput]]) -> Iterable[list[StoredOutcome]]:
+    def map_here(
+        batches: list[list[PageInput]], _reuse: ReusePlan
+    ) -> Iterable[list[StoredOutcome]]:
         return (chunk_for_store(batch, encoding, options) for batch in batches)
 
     chunked = chunk_stage(start, crawl, map_here, workers=1, encoding=encoding, options=options)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
+from prefect.utilities.annotations import quote
 
 from flows.crawl import crawl as crawl_flow
 from flows.names import SUPABASE_DOCS, site_and_date
@@ -68,10 +69,12 @@ def rebuild(
         start = start_rebuild(data_dir, run_id, full)
         runner = make_task_runner(task_runner, workers, dask_address)
         chunked = chunk_into_store(start, crawl, runner, workers=workers)
+    # quote(): Prefect would otherwise walk every page and chunk of these looking for
+    # futures to wait on (there are none); on thousands of pages that takes seconds.
     with timed(seconds, "write"):
-        written, _changes = write_run(chunked)
+        written, _changes = write_run(quote(chunked))
     with timed(seconds, "validate + publish"):
-        result = publish_written(start, written)
+        result = publish_written(start, quote(written))
     seconds["total"] = sum(seconds.values())
     report_to_dashboard(written.report, seconds, result)
     raise_if_failed(result)

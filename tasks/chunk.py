@@ -25,7 +25,7 @@ from prefect.task_runners import TaskRunner
 
 from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
-from firechunk.incremental import StoredOutcome, chunk_for_store
+from firechunk.incremental import ReusePlan, StoredOutcome, chunk_for_store
 from firechunk.pipeline import (
     AliasPlan,
     PageInput,
@@ -127,6 +127,12 @@ def chunk_pages_for_store(
     return chunk_for_store(batch, encoding, options)
 
 
+# A nightly run that reuses pages and has fewer characters than this left to chunk chunks
+# them in the flow's own process: 2 MB is a few seconds of chunking, about what starting
+# worker processes (or connecting to a cluster) costs before they chunk anything.
+INLINE_CHARS = 2_000_000
+
+
 def chunk_into_store(
     start: RunStart,
     crawl: CrawlResult,
@@ -137,23 +143,29 @@ def chunk_into_store(
 ) -> ChunkedRun:
     """Chunk the pages the baseline has no outcome for on `runner`; call it inside a flow.
 
-    The runner (a process pool, a Dask cluster) is only started when there is a page to
-    chunk: a rebuild of an unchanged crawl starts none.
+    The runner (a process pool, a Dask cluster) is only started when there is enough to
+    chunk: a rebuild of an unchanged crawl starts none, and a run that reuses most pages
+    and has little left (`INLINE_CHARS`) chunks it in one task run here.
     """
     logger = get_run_logger()
     options = ChunkerOptions()
 
-    def on_runner(batches: list[list[PageInput]]):
-        total = sum(len(batch) for batch in batches)
+    def on_runner(batches: list[list[PageInput]], reuse: ReusePlan):
+        pages = [page for batch in batches for page in batch]
         progress_id = create_progress_artifact(
-            progress=0.0 if total else 100.0,
+            progress=0.0 if pages else 100.0,
             key=PROGRESS_KEY,
-            description=f"Pages chunked, of {total}",
+            description=f"Pages chunked, of {len(pages)}",
         )
-        if not batches:
+        if not pages:
+            return
+        if reuse.pages_reused and _characters(pages) < INLINE_CHARS:
+            logger.info("chunking %d pages in this process (too few to start workers)", len(pages))
+            yield chunk_pages_for_store(pages, encoding, options)
+            update_progress_artifact(progress_id, progress=100.0)
             return
         logger.info(
-            "chunking %d pages in %d batches on %s", total, len(batches), type(runner).__name__
+            "chunking %d pages in %d batches on %s", len(pages), len(batches), type(runner).__name__
         )
         done = 0
         with api_shared_with_workers(), runner:
@@ -167,8 +179,8 @@ def chunk_into_store(
             for future in as_completed(futures):
                 outcomes = future.result()
                 done += len(outcomes)
-                update_progress_artifact(progress_id, progress=100.0 * done / total)
-                logger.info("chunked %d/%d pages", done, total)
+                update_progress_artifact(progress_id, progress=100.0 * done / len(pages))
+                logger.info("chunked %d/%d pages", done, len(pages))
                 yield outcomes
 
     chunked = chunk_stage(
@@ -186,6 +198,10 @@ def chunk_into_store(
         len(reuse.fresh),
     )
     return chunked
+
+
+def _characters(pages: list[PageInput]) -> int:
+    return sum(len(page.markdown) if isinstance(page.markdown, str) else 0 for page in pages)
 
 
 @task(name="save-chunk-run", cache_policy=NO_CACHE)

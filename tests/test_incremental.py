@@ -346,13 +346,13 @@ def test_rebuild_flow_and_cli_reuse_pages_and_full_chunks_them_again(prefect_api
 
     from firechunk.cli import app
     from flows.rebuild import rebuild
+    from tests.prefect_helpers import logs_of
 
     data_dir = tmp_path / "data"
     first = rebuild(replay=SAMPLE_CRAWL, data_dir=data_dir, workers=2, run_id="n1")
     changed = tmp_path / "changed.json"
-    changed.write_text(
-        json.dumps(without(sample(), SCHEMA_PAGE).to_firecrawl_json()), encoding="utf-8"
-    )
+    crawl = edited(without(sample(), SCHEMA_PAGE), ARCHITECTURE, "None of it", "None of this")
+    changed.write_text(json.dumps(crawl.to_firecrawl_json()), encoding="utf-8")
     state = rebuild(replay=changed, data_dir=data_dir, workers=2, run_id="n2", return_state=True)
     cli = CliRunner().invoke(
         app,
@@ -361,14 +361,24 @@ def test_rebuild_flow_and_cli_reuse_pages_and_full_chunks_them_again(prefect_api
     )
 
     assert first.published and state.is_completed() and cli.exit_code == 0, cli.output
+    before = ids_by_page(data_dir / "runs" / "n1")
     second = json.loads((data_dir / "runs" / "n2" / "changes.json").read_text())
-    assert second["baseline"] == "n1" and second["pages_rechunked"] == 0
-    assert len(second["delete"]) == 3 and second["upsert"] == []
+    assert second["baseline"] == "n1"
+    assert (second["pages_rechunked"], second["pages_reused"]) == (1, 9)
+    assert set(second["delete"]) >= before[SCHEMA_PAGE]
+    assert set(second["delete"]) - before[SCHEMA_PAGE] <= before[ARCHITECTURE]
+    assert (
+        second["upsert"]
+        and set(second["upsert"]) <= ids_by_page(data_dir / "runs" / "n2")[ARCHITECTURE]
+    )
+    # One changed page is chunked in the flow's process: one task run, no workers started.
     run_id = state.state_details.flow_run_id
-    assert not [run for run in task_runs_of(run_id) if run.name.startswith("chunk-pages")]
+    chunk_runs = [run for run in task_runs_of(run_id) if run.name.startswith("chunk-pages")]
+    assert len(chunk_runs) == 1
+    assert any("in this process" in line for line in logs_of(run_id))
     changes_table = table_of(artifacts_of(run_id)["rebuild-changes"])
-    assert changes_table["chunk ids to delete"] == "3"
-    assert changes_table["pages reused from the baseline"] == "10"
+    assert changes_table["chunk ids to delete"] == str(len(second["delete"]))
+    assert changes_table["pages reused from the baseline"] == "9"
     third = json.loads((data_dir / "runs" / "n3" / "changes.json").read_text())
     assert third["full"] and third["baseline"] == "n2"
     assert (third["pages_rechunked"], third["pages_reused"]) == (10, 0)
