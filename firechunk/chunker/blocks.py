@@ -55,17 +55,19 @@ class Block:
 
 
 @contextmanager
-def _top_level_only() -> Iterator[None]:
+def _top_level_only(block_types: list[type]) -> Iterator[None]:
     """Let mistletoe find the top-level blocks and nothing below them.
 
     Inline parsing is off (every span becomes raw text), and the blocks inside a list item
     or a quote are not parsed: mistletoe finds where an item or a quote ends from its lines
     alone and parses their insides afterwards, which chunking never looks at. Together
-    these were most of mistletoe's time on docs pages. Everything is restored on the way
-    out, even when mistletoe raises.
+    these were most of mistletoe's time on docs pages. Only `block_types` are tried (see
+    `_possible_types`). Everything is restored on the way out, even when mistletoe raises.
     """
     saved_types, saved_tokenize = list(span_token._token_types), span_token.tokenize_inner
     saved_nested, saved_root = block_tokenizer.tokenize_block, token._root_node
+    saved_blocks = list(block_token._token_types)
+    block_token._token_types[:] = block_types
     span_token._token_types[:] = [span_token.RawText]
     span_token.tokenize_inner = _raw_text
     block_tokenizer.tokenize_block = _not_nested
@@ -73,6 +75,7 @@ def _top_level_only() -> Iterator[None]:
     try:
         yield
     finally:
+        block_token._token_types[:] = saved_blocks
         span_token._token_types[:] = saved_types
         span_token.tokenize_inner = saved_tokenize
         block_tokenizer.tokenize_block = saved_nested
@@ -113,6 +116,32 @@ class _BlankLine:
 
 _TOKENIZE_BLOCK = block_tokenizer.tokenize_block  # the top-level pass, kept while patched
 
+# What a line must start with for each block type to start there or to interrupt a
+# paragraph (the `start` and `check_interrupts_paragraph` of each type, loosened). At the
+# top level these are only ever tried on the page's own lines, so a type none of whose
+# marks appears in the page can never match, and is left out of the parse. Each pattern
+# starts with the newline before the line: the regex jumps from newline to newline.
+_MARKS = {
+    block_token.BlockCode: re.compile(r"\n(?: {4}| {0,3}\t)"),
+    block_token.Heading: re.compile(r"\n {0,3}#"),
+    block_token.Quote: re.compile(r"\n {0,3}>"),
+    block_token.CodeFence: re.compile(r"\n {0,3}(?:```|~~~)"),
+    block_token.ThematicBreak: re.compile(r"\n {0,3}([-_*])[^\S\n]*\1[^\S\n]*\1"),
+    block_token.List: re.compile(r"\n {0,3}(?:\d{0,9}[.)]|[-+*])"),
+    block_token.Table: re.compile(r"\|"),
+    block_token.Footnote: re.compile(r"\n\s*\["),
+}
+
+
+def _possible_types(skeleton: list[str]) -> list[type]:
+    """mistletoe's block types, less those that cannot start on any line of `skeleton`."""
+    text = "\n" + "".join(skeleton)
+    return [
+        block_type
+        for block_type in block_token._token_types
+        if block_type not in _MARKS or _MARKS[block_type].search(text)
+    ]
+
 
 def parse_blocks(lines: list[str]) -> list[Block]:
     """Split markdown lines into top-level blocks covering every non-blank line.
@@ -121,8 +150,9 @@ def parse_blocks(lines: list[str]) -> list[Block]:
     items) without building its token tree, which would only be thrown away.
     """
     skeleton, rows = _skeleton(lines)
-    with _top_level_only():
-        read = _TOKENIZE_BLOCK(skeleton, [_BlankLine, *block_token._token_types])
+    block_types = _possible_types(skeleton)
+    with _top_level_only(block_types):
+        read = _TOKENIZE_BLOCK(skeleton, [_BlankLine, *block_types])
     found = [
         (_kind_of(token_type, result), result, rows[line_number - 1])
         for token_type, result, line_number in read
