@@ -7,7 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from firechunk.chunker.cleanup import RULES, CleanupOptions, clean_markdown, is_tab_label_run
+from firechunk.chunker.cleanup import (
+    RULES,
+    CleanupOptions,
+    candidate_lines,
+    clean_markdown,
+    is_tab_label_run,
+)
 
 # One page holding one piece of debris per rule, between ordinary paragraphs.
 DEBRIS_PAGE = "\n".join(
@@ -120,6 +126,27 @@ def test_tilde_fences_and_longer_fences_protect_code_too():
     text = "~~~~\nLoading...\n~~~\nstill code\n~~~~\n\nLoading..."
     page = clean_markdown(text)
     assert page.lines == ["~~~~", "Loading...", "~~~", "still code", "~~~~", ""]
+
+
+def test_fences_opened_or_closed_after_odd_white_space_are_still_fences():
+    # Lines are looked at only where a regex finds something a rule may change; a fence
+    # closed by a tab-indented line, or debris after a form feed, must still be found.
+    text = "```\nLoading...\n\t```\n\nLoading...\n\n\x0c2\x0c\n\n * * *\x0c"
+    page = clean_markdown(text)
+    assert page.lines == ["```", "Loading...", "\t```", "", "", ""]
+    assert page.removed["loading"] == ["Loading..."]
+    assert page.removed["step_numbers"] == ["\x0c2\x0c"]
+    assert page.removed["rules"] == [" * * *\x0c"]
+
+
+def test_every_line_a_rule_changes_is_a_candidate():
+    # (Flattened code is left as it is here: its sample is read from its first line on.)
+    page = clean_markdown(DEBRIS_PAGE, CleanupOptions(flattened_code=False))
+    raw = DEBRIS_PAGE.split("\n")
+    kept = dict(zip(page.source_lines, page.lines, strict=True))
+    changed = {i for i, line in enumerate(raw) if kept.get(i + 1) != line}
+    assert changed and changed <= set(candidate_lines(DEBRIS_PAGE))
+    assert len(list(candidate_lines(DEBRIS_PAGE))) < len(raw)  # plain prose is skipped
 
 
 def test_indented_code_lines_are_not_debris():

@@ -22,6 +22,7 @@ Code inside fences is never touched by the last five rules.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 RULES = ("flattened_code", "heading_anchors", "loading", "tab_labels", "rules", "step_numbers")
@@ -68,39 +69,84 @@ _NOT_LABEL = re.compile(r"[`*_\[\]<>|#:;!?,=/\\]|\.\s|\.$|https?:")
 
 def clean_markdown(markdown: str, options: CleanupOptions | None = None) -> CleanedPage:
     options = options or CleanupOptions()
-    raw = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    text = markdown.replace("\r\n", "\n").replace("\r", "\n")
+    raw = text.split("\n")
     page = CleanedPage(lines=[], source_lines=[], removed={rule: [] for rule in RULES})
     fence: str | None = None  # the opening fence while inside fenced code
-    i = 0
-    while i < len(raw):
-        line = raw[i]
-        if fence is not None:
-            _keep(page, line, i)
-            if closes_fence(line, fence):
-                fence = None
-            i += 1
+    i = 0  # the next line to clean
+    for candidate in candidate_lines(text):
+        if candidate < i:  # taken by a flattened code sample
             continue
-        opened = opening_fence(line)
-        if opened:
-            fence = opened
-            _keep(page, line, i)
-            i += 1
-            continue
-        if options.flattened_code and line.strip() in _LONE_BACKTICKS:
-            consumed = _unflatten(raw, i, page)
-            if consumed:
-                i += consumed
-                continue
-        if not _drop_debris(line, raw, i, options, page):
-            if options.heading_anchors and _ATX.match(line):
-                line = _strip_anchor(line, page)
-            _keep(page, line, i)
-        i += 1
+        _keep_run(page, raw, i, candidate)
+        i, fence = _clean_line(raw, candidate, fence, options, page)
+    _keep_run(page, raw, i, len(raw))
     if fence is not None:
         page.warnings.append(f"unclosed code fence {fence!r}: closed at the end of the page")
         page.lines.append(fence)
         page.source_lines.append(len(raw))
     return page
+
+
+# Lines a rule might change, or that open or close fenced code, found with two regexes
+# over the whole page: most lines match neither and are kept without a look in Python.
+# Each regex matches a superset of its lines; the rules below decide. A line starts after
+# a newline (the page is searched with "\n\n" in front, so its first line does too).
+_MAYBE_CHANGED = re.compile(
+    r"""\n[^\S\n]*(?:
+        ```|~~~                          # a fence
+      | \#{1,6}(?=\s|$)                  # heading_anchors (and trailing white space)
+      | `{1,2}[^\S\n]*$                  # flattened_code: a lone backtick line
+      | Loading(?:\.\.\.|…)[^\S\n]*$     # loading
+      | (?:[-*_][^\S\n]*){3,}$           # rules
+      | \d{1,2}[^\S\n]*$                 # step_numbers
+    )""",
+    re.M | re.X,
+)
+# tab_labels: a line between blank lines (or the page's ends) with no character that
+# `_NOT_LABEL` forbids; the match ends where that line starts.
+_MAYBE_LABELS = re.compile(r"\n[^\S\n]*\n(?=[^\n`*_\[\]<>|#:;!?,=/\\]+(?:\n[^\S\n]*(?:\n|$)|$))")
+
+
+def candidate_lines(text: str) -> Iterator[int]:
+    """Indices of the lines of `text` that a rule might change or that may be fences."""
+    padded = "\n\n" + text
+    starts = {match.start() + 1 for match in _MAYBE_CHANGED.finditer(padded)}
+    starts.update(match.end() for match in _MAYBE_LABELS.finditer(padded))
+    line, position = -2, 0  # line index = newlines before its start in `padded`, minus 2
+    for start in sorted(starts):
+        line += padded.count("\n", position, start)
+        position = start
+        if line >= 0:
+            yield line
+
+
+def _keep_run(page: CleanedPage, raw: list[str], start: int, end: int) -> None:
+    page.lines.extend(raw[start:end])
+    page.source_lines.extend(range(start + 1, end + 1))
+
+
+def _clean_line(
+    raw: list[str], i: int, fence: str | None, options: CleanupOptions, page: CleanedPage
+) -> tuple[int, str | None]:
+    """Clean line `i`; returns the next line to clean and the fence open after it."""
+    line = raw[i]
+    if fence is not None:
+        _keep(page, line, i)
+        return i + 1, None if closes_fence(line, fence) else fence
+    opened = opening_fence(line)
+    if opened:
+        _keep(page, line, i)
+        return i + 1, opened
+    if _ATX.match(line):  # a heading is never debris of the other rules
+        _keep(page, _strip_anchor(line, page) if options.heading_anchors else line, i)
+        return i + 1, None
+    if options.flattened_code and line.strip() in _LONE_BACKTICKS:
+        consumed = _unflatten(raw, i, page)
+        if consumed:
+            return i + consumed, None
+    if not _drop_debris(line, raw, i, options, page):
+        _keep(page, line, i)
+    return i + 1, None
 
 
 def _keep(page: CleanedPage, line: str, index: int) -> None:
@@ -153,9 +199,10 @@ def _unflatten(raw: list[str], start: int, page: CleanedPage) -> int:
     i = start + 1
     while i < len(raw):
         line = raw[i]
-        if line.strip() == opener:
+        stripped = line.strip()
+        if stripped == opener:
             break
-        if is_marker(line.strip()):
+        if is_marker(stripped):
             markers.append(line)
             code.append(("", i))
         elif code and code[-1][0] == "" and code[-1][1] == i - 1:
