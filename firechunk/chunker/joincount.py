@@ -31,7 +31,7 @@ def joinable(sep: str) -> bool:
 
 def count_with_sep(text: str, tokens: int, sep: str, count: Count) -> int:
     """Tokens of `text + sep`, given `tokens` = count(text) and a joinable `sep`."""
-    tail = _tail(text)
+    tail = "" if text[-1:].isalnum() else _tail(text)  # the common case first
     if tail is None:  # ends in white space: no short cut
         return count(text + sep)
     return tokens + _delta(count, tail, sep)
@@ -44,6 +44,8 @@ def _delta(count: Count, tail: str, sep: str) -> int:
 
 def _starts_with_text(text: str) -> bool:
     """The first line has something besides white space."""
+    if text[:1] and not text[0].isspace():  # the common case, without finding the line
+        return True
     return bool(text[: text.find("\n") if "\n" in text else len(text)].strip())
 
 
