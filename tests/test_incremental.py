@@ -296,6 +296,25 @@ def test_a_failed_validation_leaves_latest_and_its_state_alone(data_dir):
     assert changes.pages_reused == 11
 
 
+def test_a_baseline_without_stored_outcomes_is_rechunked_and_diffed_by_id(tmp_path):
+    """A run published by `firechunk chunk` keeps no outcomes and no row digests: the
+    rebuild chunks every page, upserts every chunk (it cannot tell which rows are
+    unchanged) and still deletes exactly the ids that are gone."""
+    from firechunk.publish import build_and_publish
+
+    data_dir = tmp_path / "data"
+    old = build_and_publish(chunk_crawl(sample(), workers=1), data_dir, "by-chunk")
+    assert old.published and not (old.run_dir / STATE_FILE).exists()
+
+    result, changes = rebuild_here(without(sample(), SCHEMA_PAGE), data_dir, "rebuilt")
+
+    assert result.published
+    assert changes.baseline == "by-chunk"
+    assert (changes.pages_rechunked, changes.pages_reused) == (10, 0)
+    assert changes.upsert == [chunk["chunk_id"] for chunk in chunks_of(result.run_dir)]
+    assert set(changes.delete) == ids_by_page(old.run_dir)[SCHEMA_PAGE]
+
+
 # --- the real corpus -----------------------------------------------------------------------
 
 
