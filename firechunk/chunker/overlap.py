@@ -16,6 +16,11 @@ _SETEXT_LINE = re.compile(r"^(\S.*)\n {0,3}(=+|-+)[ \t]*$", re.M)
 _UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*$", re.M)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# What the line patterns above need somewhere in the text: checked first, it spares a
+# scan of every chunk for headings, underlines or fences that most chunks do not have.
+_UNDERLINE_LINE = re.compile(r"\n {0,3}(=+|-+)[ \t]*$", re.M)
+_FENCES = ("```", "~~~")
+_BLANK_LINES = re.compile(r"\n\s*\n")
 
 
 def overlap_text(
@@ -34,8 +39,8 @@ def overlap_text(
 
 def _last_heading(text: str) -> str | None:
     text = _without_code(text)  # a "# comment" in a shell sample is no heading
-    atx = list(_ATX_LINE.finditer(text))
-    setext = list(_SETEXT_LINE.finditer(text))
+    atx = list(_ATX_LINE.finditer(text)) if "#" in text else []
+    setext = list(_SETEXT_LINE.finditer(text)) if _UNDERLINE_LINE.search(text) else []
     candidates = [(m.start(), m.group(0).strip()) for m in atx]
     candidates += [(m.start(), m.group(0).strip()) for m in setext]
     return max(candidates)[1] if candidates else None
@@ -47,17 +52,22 @@ def last_sentence(text: str) -> str:
     Paragraphs of one or two words ("Response", "Data source") are UI labels, not
     sentences: the last paragraph with three words or more is used instead.
     """
-    body = _FENCE_LINE.sub("", text).strip()
+    body = (_FENCE_LINE.sub("", text) if _has_fence(text) else text).strip()
     if not body:
         return ""
-    blocks = [
-        " ".join(block.split())
-        for block in re.split(r"\n\s*\n", body)
-        if not _is_heading(block.strip())  # headings are carried apart, not as sentences
-    ]
-    if not blocks:
+    flat = last = None  # read from the end: the last block, the last of three words or more
+    for block in reversed(_BLANK_LINES.split(body)):
+        if _is_heading(block.strip()):  # headings are carried apart, not as sentences
+            continue
+        words = block.split()
+        if last is None:
+            last = " ".join(words)
+        if len(words) >= 3:
+            flat = " ".join(words)
+            break
+    if last is None:
         return ""
-    flat = next((block for block in reversed(blocks) if len(block.split()) >= 3), blocks[-1])
+    flat = flat if flat is not None else last
     sentences = [s for s in _SENTENCE_END.split(flat) if s]
     return sentences[-1] if sentences else flat
 
@@ -69,8 +79,14 @@ def _is_heading(block: str) -> bool:
     )
 
 
+def _has_fence(text: str) -> bool:
+    return any(fence in text for fence in _FENCES)
+
+
 def _without_code(text: str) -> str:
     """The text with the lines of fenced code blanked (line positions kept)."""
+    if not _has_fence(text):
+        return text
     lines, fence = [], None
     for line in text.split("\n"):
         opened = _FENCE_LINE.match(line)
