@@ -174,6 +174,17 @@ def test_a_re_cut_keeps_stacked_headings_on_the_first_fenced_piece():
         assert "```sql\n" in piece.text
 
 
+def test_a_re_cut_puts_headings_apart_from_code_that_fits_only_alone():
+    code = "```\n" + "\n".join(f"row_{i} = lookup('key {i}')" for i in range(90)) + "\n```"
+    heading = "## " + " ".join(["closing"] * 150)
+    assert count(code) <= 1000 < count(f"{heading}\n\n{code}")
+    text = f"{heading}\n\n{code}"
+    over = Unit(text, count(text), 0, 94, (), 0)
+    repacked = enforce_hard_limit([[over]], [text], [count(text)], LIMITS, count)
+    assert names(repacked) == [[heading], [code]]
+    assert repacked[1][0].joiner == "\n\n"
+
+
 # -- through chunk_page ---------------------------------------------------------------
 
 
@@ -388,3 +399,19 @@ def test_pieces_of_a_heading_run_know_their_page_lines_across_extra_blank_lines(
     assert chunks[0].text.startswith("Some t0 words here.\n\n### the\n\n## t3")
     assert [c.h2 for c in chunks[1:]] == [title]
     assert [c.source_lines for c in chunks[1:]] == [(7, 7)]
+
+
+def test_cutting_for_closing_headings_keeps_code_in_a_list_whole():
+    # Found by the property tests: the list was cut again to leave room for the heading,
+    # with a budget below the size of the code in its step, which was split though it
+    # fits a chunk. Code that fits stays whole, in a piece of its own.
+    body = [f"  value_{i} = compute({i}, 'item number {i}')" for i in range(60)]
+    code = "\n".join(["  ```python", *body, "  ```"])
+    steps = f"- Install the client first.\n\n{code}\n\n  Then call it from the app."
+    heading = "## " + " ".join(f"closing{i}" for i in range(150))
+    assert 600 < count(code) < 1000 and count(steps) < 1000
+    assert count(steps) + count(heading) > 1000 and count(code) > 1000 - count(heading)
+    chunks = chunk_one(f"{steps}\n\n{heading}").chunks
+    assert sum(code in c.text for c in chunks) == 1
+    assert all(c.tokens <= 1000 for c in chunks)
+    assert chunks[-1].text.endswith(f"Then call it from the app.\n\n{heading}")

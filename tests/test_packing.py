@@ -89,6 +89,18 @@ def test_a_single_code_line_over_budget_is_cut_by_characters():
     assert "".join("\n".join(body_lines(p.text)) for p in pieces) == line
 
 
+def test_code_that_fits_whole_code_is_kept_whole_past_a_tighter_budget():
+    code = fenced(code_lines(40))
+    block, lines = only_block(code)
+    assert count(code) > 200
+    [piece] = split_block(block, lines, Budget(200, 200, whole_code=1000), count)
+    assert piece.text == code
+    item = "- Step one.\n\n" + "\n".join("  " + line for line in code.split("\n"))
+    block, lines = only_block(item)
+    pieces = split_block(block, lines, Budget(200, 200, whole_code=1000), count)
+    assert [p.text.strip() for p in pieces] == ["- Step one.", code.replace("\n", "\n  ")]
+
+
 def test_a_smaller_first_budget_leaves_room_for_stacked_headings():
     block, lines = only_block(fenced(code_lines(60)))
     pieces = split_block(block, lines, Budget(80, 300), count)

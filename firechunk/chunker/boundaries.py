@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from firechunk.chunker.blocks import CODE, HEADING, OTHER, Block, parse_blocks
+from firechunk.chunker.blocks import HEADING, OTHER, Block, parse_blocks
 from firechunk.chunker.pieces import Budget, Count, Piece, split_block, split_text
 from firechunk.chunker.split import Limits, Unit, estimate, pack_section
 
@@ -94,7 +94,7 @@ def enforce_hard_limit(
         elif len(group) > 1:
             out.extend(_repack(group, Limits(limits.soft, limits.hard - 2 * len(group))))
         else:
-            out.extend([[piece] for piece in _resplit(group[0], limits.hard, count)])
+            out.extend([[piece] for piece in _resplit(group[0], limits.hard, count, limits.hard)])
     return out
 
 
@@ -125,10 +125,11 @@ def _cut_before_headings(group: Group, limits: Limits, count: Count) -> list[Gro
     hard = room - 2 * len(group)
     if len(body) > 1:
         parts = _repack(body, Limits(limits.soft, hard))
-    elif _lone_block(body[0])[1].kind == CODE and body[0].tokens <= limits.hard:
-        return [body, headings]  # code that fits is never cut: the headings stay apart
     else:
-        parts = [[piece] for piece in _resplit(body[0], hard, count)]
+        pieces = _resplit(body[0], hard, count, limits.hard)
+        if len(pieces) == 1:  # code that fits is never cut: the headings stay apart
+            return [body, headings]
+        parts = [[piece] for piece in pieces]
     parts[-1] = parts[-1] + headings
     return parts
 
@@ -147,25 +148,32 @@ def _lone_block(unit: Unit) -> tuple[str, Block]:
     return "".join(line + "\n" for line in lines[: block.start]), block
 
 
-def _resplit(unit: Unit, hard: int, count: Count) -> list[Unit]:
-    """Cut a unit over the limit again: a lone block (under any stacked headings) by its
-    own grain, code re-fenced and tables with their header; anything else as text."""
+def _resplit(unit: Unit, hard: int, count: Count, limit: int) -> list[Unit]:
+    """Cut a unit again into pieces of `hard` tokens: a lone block (under any stacked
+    headings) by its own grain, code re-fenced and tables with their header; anything
+    else as text. Code that fits `limit` (the hard limit) stays whole, in a piece of its
+    own; so do the headings when they do not fit on top of it."""
     lines = unit.text.split("\n")
     headings, block = _lone_block(unit)
-    budget = Budget(hard, hard)
     pieces: list[Piece] = []
     if block.kind != OTHER:
         room = count(headings) if headings else 0
-        pieces = split_block(block, lines, Budget(hard - room, hard), count)
-        if headings:  # stacked headings stay on top of the block's first piece
+        pieces = split_block(block, lines, Budget(hard - room, hard, whole_code=limit), count)
+        if headings:  # stacked headings stay on top of the block's first piece...
             text = headings + pieces[0].text
-            pieces[0] = Piece(text, count(text), 0, pieces[0].end)
+            tokens = count(text)
+            if tokens <= limit:
+                pieces[0] = Piece(text, tokens, 0, pieces[0].end)
+            else:  # ...unless it is code kept whole that they would push over: apart
+                alone = headings.rstrip("\n")
+                pieces[0].joiner = headings[len(alone) :]
+                pieces.insert(0, Piece(alone, count(alone), 0, block.start))
         pieces = [
             Piece(p.text, p.tokens, unit.start + p.start, unit.start + p.end, p.joiner)
             for p in pieces
         ]
-    if not pieces or any(p.tokens > hard for p in pieces):  # e.g. one table row over it
-        pieces = split_text(unit.text, unit.start, budget, count)
+    if not pieces or any(p.tokens > limit for p in pieces):  # e.g. one table row over it
+        pieces = split_text(unit.text, unit.start, Budget(hard, hard), count)
     joiners = [unit.joiner] + [p.joiner for p in pieces[1:]]
     # A unit's text need not be its page lines one for one (a table piece repeats the
     # header rows), so line numbers counted in the text are kept inside the unit's span.

@@ -33,16 +33,25 @@ class Piece:
 class Budget:
     first: int
     rest: int
+    # Code blocks up to this size (the hard limit) are never cut, even past the budget:
+    # a piece cut tighter for room (stacked headings, an estimate's margin) must not
+    # split code that fits a chunk of its own.
+    whole_code: int = 0
 
     def at(self, index: int) -> int:
         return self.first if index == 0 else self.rest
 
+    def after(self, index: int) -> Budget:
+        """The budget for the pieces from the index-th on."""
+        return Budget(self.at(index), self.rest, self.whole_code)
+
 
 def split_block(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
-    """Pieces of `block`, each within budget; the block itself when it fits."""
+    """Pieces of `block`, each within budget (but code kept whole, see `Budget`); the
+    block itself when it fits."""
     text = "\n".join(lines[block.start : block.end])
     tokens = block.tokens if block.tokens >= 0 else count(text)
-    if tokens <= budget.first:
+    if tokens <= budget.first or (block.kind == CODE and tokens <= budget.whole_code):
         return [Piece(text, tokens, block.start, block.end)]
     if block.kind == CODE and block.fence:
         return _split_fenced(block, lines, budget, count)
@@ -99,7 +108,7 @@ def _split_table(block: Block, lines: list[str], budget: Budget, count: Count) -
         start = block.start if first else group[0]
         tokens = count(text)
         if tokens > budget.at(len(pieces)) and len(group) == 1:
-            room = Budget(budget.at(len(pieces)), budget.rest)
+            room = budget.after(len(pieces))
             pieces.extend(_long_row(head if first else [], start, group[0], lines, room, count))
             continue
         pieces.append(Piece(text, tokens, start, group[-1] + 1, joiner))
@@ -166,7 +175,7 @@ def _split_list(block: Block, lines: list[str], budget: Budget, count: Count) ->
         while end > start + 1 and not lines[end - 1].strip():
             end -= 1
         item = Block(kind="item", start=start, end=end)
-        item_budget = Budget(budget.at(len(pieces)), budget.rest)
+        item_budget = budget.after(len(pieces))
         pieces.extend(_split_item(item, lines, item_budget, count))
     return pieces
 
@@ -214,7 +223,7 @@ def _split_inner(
         return split_text(text, outer.start, budget, count)
     pieces: list[Piece] = []
     for block in inner:
-        pieces.extend(split_block(block, lines, Budget(budget.at(len(pieces)), budget.rest), count))
+        pieces.extend(split_block(block, lines, budget.after(len(pieces)), count))
     return pieces
 
 

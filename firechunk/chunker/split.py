@@ -173,7 +173,8 @@ def _units_of_block(
     if lead and not _room_for(block, lead_tokens, lines, limits, count):
         units.append(_heading_unit(lead, path, section.h1_ordinal, headings_only=True))
         lead, lead_tokens = None, 0
-    pieces = split_block(block, lines, Budget(limits.hard - lead_tokens, limits.hard), count)
+    budget = Budget(limits.hard - lead_tokens, limits.hard, whole_code=limits.hard)
+    pieces = split_block(block, lines, budget, count)
     for index, piece in enumerate(pieces):
         unit = _unit(piece, path, section.h1_ordinal, count)
         if index == 0 and lead:
