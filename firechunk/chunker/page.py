@@ -78,14 +78,16 @@ def chunk_page(
     ]
     groups = boundaries.attach_lone_headings(groups, options.limits)
     groups = boundaries.merge_small(groups, options.limits)
-    groups = _within_hard_limit(groups, options.limits, count)
+    groups, texts, tokens = _within_hard_limit(groups, options.limits, count)
     # Cutting for the hard limit may leave fragments; merge them where the text fits.
-    groups = boundaries.merge_small(
+    merged = boundaries.merge_small(
         groups,
         options.limits,
         fits=lambda group: join_units(group, count)[1] <= options.limits.hard,
     )
-    texts, tokens = _join_groups(groups, count)
+    if len(merged) < len(groups):
+        groups = merged
+        texts, tokens = _join_groups(groups, count)
     fallback_h1 = _first_h1(blocks) or title
     chunks = [
         _draft(group, text, n, cleaned.source_lines, fallback_h1)
@@ -181,18 +183,21 @@ def page_tokens(lines: list[str], blocks: list[Block], count: Count) -> int:
     return total + (count(sep) if sep else 0)  # blank lines at the start
 
 
-def _within_hard_limit(groups: list[list[Unit]], limits: Limits, count: Count) -> list[list[Unit]]:
-    """Groups whose exact text is within the hard limit: re-packed tighter where the
-    estimate was wrong, and as a last resort cut as text."""
+def _within_hard_limit(
+    groups: list[list[Unit]], limits: Limits, count: Count
+) -> tuple[list[list[Unit]], list[str], list[int]]:
+    """Groups whose exact text is within the hard limit, with their texts and counts:
+    re-packed tighter where the estimate was wrong, and as a last resort cut as text."""
     texts, tokens = _join_groups(groups, count)
     for _ in range(MAX_REPACKS):
         repacked = boundaries.enforce_hard_limit(groups, texts, tokens, limits, count)
         if repacked is None:
-            return groups
+            return groups, texts, tokens
         groups = repacked
         texts, tokens = _join_groups(groups, count)
     # Re-packing did not converge (pathological headings): cut what is left as text.
-    return boundaries.cut_as_text(groups, texts, tokens, limits, count)
+    groups = boundaries.cut_as_text(groups, texts, tokens, limits, count)
+    return groups, *_join_groups(groups, count)
 
 
 def _join_groups(groups: list[list[Unit]], count: Count) -> tuple[list[str], list[int]]:
