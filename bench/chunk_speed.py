@@ -345,7 +345,18 @@ def environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(),
+        "load_average_1min": round(os.getloadavg()[0], 2),
     }
+
+
+def load_note(load_before: float, env: dict[str, Any]) -> str:
+    """Ratios are taken side by side, but a busy machine still skews them: say how busy."""
+    return (
+        f"Load average (1 min) before / after the run: {load_before:.2f} / "
+        f"{env['load_average_1min']:.2f} on {env['cpus']} CPUs. Above the CPU count, other "
+        "work shared the CPUs: ratios are noisier, and a second worker may find no idle CPU "
+        "to win time on.\n"
+    )
 
 
 def print_report(
@@ -353,6 +364,7 @@ def print_report(
     contenders: list[Contender],
     unavailable: dict[str, str],
     repeat: int,
+    load_before: float,
 ) -> None:
     env = environment()
     print("## Chunking speed\n")
@@ -362,6 +374,7 @@ def print_report(
         "repetitions, each contender timed right after its own tiktoken pass "
         "(`encode_ordinary` over every page's markdown).\n"
     )
+    print(load_note(load_before, env))
     setup = ", ".join(f"{c.name} {c.setup_seconds:.2f} s" for c in contenders)
     print(
         "Excluded from the timings (one-off set-up: imports, encoders, building the splitter, "
@@ -380,9 +393,11 @@ def figures(
     measured: list[tuple[Group, list[Result]]],
     contenders: list[Contender],
     unavailable: dict[str, str],
+    load_before: float,
 ) -> dict[str, Any]:
     return {
         "environment": environment(),
+        "load_average_1min_before": round(load_before, 2),
         "encoding": ENCODING,
         "chunk_tokens": CHUNK_TOKENS,
         "setup_seconds_excluded": {c.name: round(c.setup_seconds, 4) for c in contenders},
@@ -425,6 +440,7 @@ def main(
     ] = None,
 ) -> None:
     """Time firechunk and its peers against one plain tiktoken pass over the same pages."""
+    load_before = os.getloadavg()[0]
     encoding = get_encoding(ENCODING)
     if not corpus.is_dir():
         raise typer.BadParameter(f"{corpus} is not a folder", param_hint="--corpus")
@@ -437,9 +453,9 @@ def main(
         log(f"measuring {group.name} ({len(group.texts)} pages)")
         results = measure(group, baseline, contenders, repeat, budget, encoding)
         measured.append((group, results))
-    print_report(measured, contenders, unavailable, repeat)
+    print_report(measured, contenders, unavailable, repeat, load_before)
     if json_path is not None:
-        write_json(json_path, figures(measured, contenders, unavailable))
+        write_json(json_path, figures(measured, contenders, unavailable, load_before))
         log(f"figures saved to {json_path}")
 
 
