@@ -185,6 +185,28 @@ def test_a_re_cut_puts_headings_apart_from_code_that_fits_only_alone():
     assert repacked[1][0].joiner == "\n\n"
 
 
+def test_a_piece_of_oversized_code_is_cut_again_for_closing_headings_but_whole_code_not():
+    # Found by the property tests: the last re-fenced piece of a long code block in a
+    # quote was kept whole as if it were code that fits, so the closing heading stood
+    # alone. A piece of code over the limit may be cut at other lines; whole code may not.
+    body = [f"> value_{i} = compute({i}, 'item number {i}')" for i in range(55)]
+    code = "\n".join(["> ```sh", *body, "> ```"])
+    heading = "## " + " ".join(f"closing{i}" for i in range(150))
+    assert count(code) <= 1000 < count(f"{code}\n\n{heading}")
+    trailing = Unit(heading, count(heading), 80, 81, (), 0, headings_only=True)
+    exact = count(f"{code}\n\n{heading}")
+    for refenced in (True, False):
+        piece = Unit(code, count(code), 0, 57, (), 0, "\n\n", refenced=refenced)
+        repacked = enforce_hard_limit([[piece, trailing]], [""], [exact], LIMITS, count)
+        if refenced:
+            assert len(repacked) == 2 and repacked[-1][-1] is trailing
+            assert repacked[0][0].text.startswith("> ```sh\n> value_0 =")
+            assert repacked[1][0].text.startswith("> ```sh\n> value_")
+            assert all(g[0].text.endswith("\n> ```") and g[0].refenced for g in repacked)
+        else:
+            assert names(repacked) == [[code], [heading]]
+
+
 # -- through chunk_page ---------------------------------------------------------------
 
 

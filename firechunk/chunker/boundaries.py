@@ -152,13 +152,16 @@ def _resplit(unit: Unit, hard: int, count: Count, limit: int) -> list[Unit]:
     """Cut a unit again into pieces of `hard` tokens: a lone block (under any stacked
     headings) by its own grain, code re-fenced and tables with their header; anything
     else as text. Code that fits `limit` (the hard limit) stays whole, in a piece of its
-    own; so do the headings when they do not fit on top of it."""
+    own; so do the headings when they do not fit on top of it. (A piece of code that was
+    over the limit is cut again at other lines.)"""
     lines = unit.text.split("\n")
     headings, block = _lone_block(unit)
     pieces: list[Piece] = []
     if block.kind != OTHER:
         room = count(headings) if headings else 0
-        pieces = split_block(block, lines, Budget(hard - room, hard, whole_code=limit), count)
+        # Code that fits stays whole; a piece of code over the limit may be cut anew.
+        whole_code = 0 if unit.refenced else limit
+        pieces = split_block(block, lines, Budget(hard - room, hard, whole_code), count)
         if headings:  # stacked headings stay on top of the block's first piece...
             text = headings + pieces[0].text
             tokens = count(text)
@@ -187,6 +190,7 @@ def _resplit(unit: Unit, hard: int, count: Count, limit: int) -> list[Unit]:
             unit.path,
             unit.h1_ordinal,
             joiner,
+            refenced=unit.refenced or p.refenced,
         )
         for p, joiner in zip(pieces, joiners, strict=True)
     ]

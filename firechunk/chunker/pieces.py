@@ -27,6 +27,7 @@ class Piece:
     start: int  # first line (index into the cleaned lines)
     end: int  # exclusive
     joiner: str | None = None  # what stood between this piece and the one before it
+    refenced: bool = False  # a piece of code over the limit: it may be cut at other lines
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Count) 
         for code in _fit_group(group, lines, budget.at(len(pieces)) - frame, code_tokens):
             joiner = "\n\n" if pieces else None
             text = f"{opener}\n{code}\n{closer}"
-            pieces.append(Piece(text, count(text), group[0], group[-1] + 1, joiner))
+            pieces.append(Piece(text, count(text), group[0], group[-1] + 1, joiner, True))
     # The fence lines are the block's own: its first piece starts at the opening fence and
     # its last ends at the closing one (source lines, and the separator to the next block).
     pieces[0].start, pieces[-1].end = block.start, block.end

@@ -35,6 +35,7 @@ class Unit:
     joiner: str | None = None  # set for the second and later pieces of one block
     headings_only: bool = False
     opens_with_heading: bool = False
+    refenced: bool = False  # a piece of code over the limit (see `Piece`)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,16 @@ def _room_for(
 
 
 def _unit(piece: Piece, path: HeadingPath, h1_ordinal: int, count: Count) -> Unit:
-    return Unit(piece.text, piece.tokens, piece.start, piece.end, path, h1_ordinal, piece.joiner)
+    return Unit(
+        piece.text,
+        piece.tokens,
+        piece.start,
+        piece.end,
+        path,
+        h1_ordinal,
+        piece.joiner,
+        refenced=piece.refenced,
+    )
 
 
 def _heading_unit(piece: Piece, path: HeadingPath, h1_ordinal: int, *, headings_only: bool) -> Unit:
