@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from hypothesis import Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from firechunk.chunker.blocks import CODE, HEADING, parse_blocks
+from firechunk.chunker.blocks import HEADING, parse_blocks
 from firechunk.chunker.cleanup import clean_markdown
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
@@ -347,7 +347,8 @@ def assert_invariants(generated: Page, limits: Limits = DEFAULT) -> None:
         if not any(b.kind != HEADING for b in parse_blocks(text.split("\n"))):
             before = texts[i - 1] if i else None
             after = texts[i + 1] if i + 1 < len(texts) else None
-            assert forced_header_only(text, before, after, limits), text[:200]
+            codes = generated.code_blocks
+            assert forced_header_only(text, before, after, codes, limits), text[:200]
             forced += 1
 
     # No heading anchor or loading debris survives.
@@ -377,31 +378,36 @@ def assert_invariants(generated: Page, limits: Limits = DEFAULT) -> None:
 
 
 def forced_header_only(
-    text: str, before: str | None, after: str | None, limits: Limits = DEFAULT
+    text: str,
+    before: str | None,
+    after: str | None,
+    code_blocks: list[str],
+    limits: Limits = DEFAULT,
 ) -> bool:
     """The two cases where the rules leave headings on their own:
     - headings so long that less than `min_tokens` of room is left beside them;
-    - headings next to a code block that fits the hard limit alone but not with them, and
-      no other chunk to take them: the code opens the next chunk (at the start of a page)
-      or closes the one before (at the end): stacking would push the chunk over, cutting
-      would split code that fits."""
+    - headings next to a code block of the page (in a list or a quote or not) that fits
+      the hard limit alone but not with them, and no other chunk to take them: the code
+      opens the next chunk (at the start of a page) or closes the one before (at the
+      end): stacking would push the chunk over, cutting would split code that fits."""
     hard = limits.hard
     if count(text) + 1 + limits.min_tokens > hard:
         return True
-    codes = [edge_code(before, first=False), edge_code(after, first=True)]
+    fits = [code for code in code_blocks if count(code) <= hard]
     return any(
-        code is not None and count(code) <= hard < count(f"{text}\n\n{code}") for code in codes
+        before is not None and before.endswith(code) and count(f"{code}\n\n{text}") > hard
+        for code in fits
+    ) or any(
+        after is not None and content(after).startswith(code) and count(f"{text}\n\n{code}") > hard
+        for code in fits
     )
 
 
-def edge_code(text: str | None, *, first: bool) -> str | None:
-    """The code block a chunk opens with (under any heading lines), or closes with."""
-    if text is None:
-        return None
+def content(text: str) -> str:
+    """A chunk's text from its first block that is not a heading."""
     lines = text.split("\n")
     blocks = [b for b in parse_blocks(lines) if b.kind != HEADING]
-    block = (blocks[0] if first else blocks[-1]) if blocks else None
-    return "\n".join(lines[block.start : block.end]) if block and block.kind == CODE else None
+    return "\n".join(lines[blocks[0].start :]) if blocks else ""
 
 
 def fenced_segments(text: str) -> list[tuple[str, list[str], str]]:
