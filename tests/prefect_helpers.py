@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -72,11 +73,30 @@ def flow_run(flow_run_id: UUID):
         return client.read_flow_run(flow_run_id)
 
 
-def task_runs_of(flow_run_id: UUID):
-    with get_client(sync_client=True) as client:
-        return client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-        )
+def task_runs_of(flow_run_id: UUID, timeout: float = 60.0):
+    """The run's task runs, once the server has recorded them all.
+
+    Prefect's server records task runs from the events the client sends, in the background
+    (on a loaded machine its SQLite database can make that take seconds). So the events
+    still queued here are sent first, then the server is read until two reads agree and
+    every task run is in a final state, or `timeout` passes.
+    """
+    from prefect.events.worker import EventsWorker
+
+    EventsWorker.drain_all(timeout=10)
+    deadline = time.monotonic() + timeout
+    seen = None
+    while True:
+        with get_client(sync_client=True) as client:
+            runs = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+            )
+        now = sorted((str(run.id), str(run.state_type)) for run in runs)
+        final = all(run.state is not None and run.state.is_final() for run in runs)
+        if (runs and final and now == seen) or time.monotonic() > deadline:
+            return runs
+        seen = now
+        time.sleep(0.5)
 
 
 def logs_of(flow_run_id: UUID) -> list[str]:
