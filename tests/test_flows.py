@@ -18,9 +18,7 @@ from distributed import Client, LocalCluster, get_task_stream
 from prefect.blocks.system import Secret
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import StateType
-from prefect.settings import PREFECT_HOME, PREFECT_SERVER_ANALYTICS_ENABLED, temporary_settings
 from prefect.states import Failed
-from prefect.testing.utilities import prefect_test_harness
 from typer.testing import CliRunner
 
 from firechunk.cli import app
@@ -62,17 +60,6 @@ DASHBOARD_KEYS = {
     "run-directory",
     "chunking-progress",
 }
-
-
-@pytest.fixture(scope="session")
-def prefect_api(tmp_path_factory):
-    """A temporary Prefect server and database, and a Prefect home of the tests' own."""
-    home = tmp_path_factory.mktemp("prefect-home")
-    with (
-        temporary_settings({PREFECT_HOME: home, PREFECT_SERVER_ANALYTICS_ENABLED: False}),
-        prefect_test_harness(server_startup_timeout=180),
-    ):
-        yield
 
 
 @pytest.fixture(scope="session")

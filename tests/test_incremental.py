@@ -347,19 +347,6 @@ def test_streamed_rebuild_of_the_corpus_equals_the_in_memory_pipeline(tmp_path):
 # --- through Prefect -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def prefect_api(tmp_path_factory):
-    from prefect.settings import PREFECT_HOME, PREFECT_SERVER_ANALYTICS_ENABLED, temporary_settings
-    from prefect.testing.utilities import prefect_test_harness
-
-    home = tmp_path_factory.mktemp("prefect-home")
-    with (
-        temporary_settings({PREFECT_HOME: home, PREFECT_SERVER_ANALYTICS_ENABLED: False}),
-        prefect_test_harness(server_startup_timeout=180),
-    ):
-        yield
-
-
 def test_rebuild_flow_and_cli_reuse_pages_and_full_chunks_them_again(prefect_api, tmp_path):
     from typer.testing import CliRunner
 
