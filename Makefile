@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/firechunk rebuild --replay data/sample/crawl.json --data-dir data
-	@echo "outputs: data/latest/ (chunks.json, chunks.parquet, pages.parquet, report.json, validation/)"
+	@echo "outputs: data/latest/ (chunks.json, chunks.parquet, pages.parquet, report.json, changes.json, validation/)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
