@@ -216,7 +216,12 @@ def assemble(
 ) -> ChunkRun:
     """Resolve aliases by content, drop repeated chunks, assign ids and overlap."""
     counter = TokenCounter(encoding)
-    primary_of = _primaries(inputs, plan, outcomes)
+
+    def content_of(i: int) -> str | None:
+        chunks = outcomes[plan.same_as.get(i, i)].chunks
+        return None if chunks is None else chunks.content_hash
+
+    primary_of = primaries(inputs, plan, content_of)
     aliases: dict[int, list[int]] = {}
     for i, primary in primary_of.items():
         if i != primary:
@@ -238,7 +243,7 @@ def assemble(
         i = page.index
         if i not in records:
             primary = records[primary_of[i]]
-            records[i] = _alias_record(page, plan, primary)
+            records[i] = alias_record(page, plan, primary)
     run.pages = [records[page.index] for page in inputs]
     _fill_report(run, inputs, plan, outcomes, time.perf_counter() - started)
     return run
@@ -249,14 +254,19 @@ def _alias_urls(canonical: str, urls: list[str]) -> list[str]:
     return sorted({url for url in urls if url and url != canonical})
 
 
-def _primaries(inputs, plan: AliasPlan, outcomes) -> dict[int, int]:
+def primaries(
+    inputs: list[PageInput], plan: AliasPlan, content_of: Callable[[int], str | None]
+) -> dict[int, int]:
     """For each chunkable page, the page whose chunks stand for it: among pages with the same
-    cleaned content, the one with the smallest canonical URL (stable from night to night)."""
+    cleaned content, the one with the smallest canonical URL (stable from night to night).
+
+    `content_of(i)` is page i's cleaned-content hash, None when it was quarantined.
+    """
     groups: dict[str, list[int]] = {}
     for page in inputs:
-        outcome = outcomes[plan.same_as.get(page.index, page.index)]
-        if outcome.chunks is not None:
-            groups.setdefault(outcome.chunks.content_hash, []).append(page.index)
+        content_hash = content_of(page.index)
+        if content_hash is not None:
+            groups.setdefault(content_hash, []).append(page.index)
     primary_of = {}
     for members in groups.values():
         chosen = min(members, key=lambda i: (plan.canonical[i], i))
@@ -333,28 +343,37 @@ def _overlap(previous: Chunk | None, counter: TokenCounter, options: ChunkerOpti
 
 
 def _quarantine(page, plan, outcome: PageOutcome, run: ChunkRun) -> PageRecord:
+    record, page_record = quarantine_records(page, plan, outcome.reason, outcome.detail)
+    run.quarantine.append(record)
+    return page_record
+
+
+def quarantine_records(
+    page: PageInput, plan: AliasPlan, reason: str | None, detail: str | None
+) -> tuple[QuarantineRecord, PageRecord]:
+    """A quarantined page's record for `quarantine.jsonl` and its row in `pages.parquet`."""
     markdown = page.markdown if isinstance(page.markdown, str) else ""
-    run.quarantine.append(
-        QuarantineRecord(
-            url=page.url,
-            reason=outcome.reason or "unknown",
-            detail=outcome.detail,
-            page_title=page.title,
-            markdown_chars=len(markdown),
-        )
+    record = QuarantineRecord(
+        url=page.url,
+        reason=reason or "unknown",
+        detail=detail,
+        page_title=page.title,
+        markdown_chars=len(markdown),
     )
-    return PageRecord(
+    page_record = PageRecord(
         url=page.url,
         canonical_url=plan.canonical[page.index],
         page_title=page.title,
         status="quarantined",
         raw_hash=plan.raw_hash[page.index],
         content_hash="",
-        quarantine_reason=outcome.reason,
+        quarantine_reason=reason,
     )
+    return record, page_record
 
 
-def _alias_record(page, plan, primary: PageRecord) -> PageRecord:
+def alias_record(page: PageInput, plan: AliasPlan, primary: PageRecord) -> PageRecord:
+    """The `pages.parquet` row of a URL that returned the same page as `primary`."""
     return PageRecord(
         url=page.url,
         canonical_url=plan.canonical[page.index],
@@ -370,16 +389,6 @@ def _alias_record(page, plan, primary: PageRecord) -> PageRecord:
 
 
 def _fill_report(run: ChunkRun, inputs, plan, outcomes, seconds: float) -> None:
-    report = run.report
-    chunked = [p for p in run.pages if p.status == "chunked"]
-    report.pages_chunked = len(chunked)
-    report.pages_aliased = sum(p.status == "alias" for p in run.pages)
-    report.pages_quarantined = len(run.quarantine)
-    report.chunks_out = len(run.chunks)
-    report.duplicate_chunks_dropped = len(report.duplicates)
-    report.tokens_before_cleanup = sum(p.tokens_before_cleanup for p in chunked)
-    report.tokens_after_cleanup = sum(p.tokens_after_cleanup for p in chunked)
-    report.tokens_in_chunks = sum(c.metadata.token_count for c in run.chunks)
     removed: dict[str, int] = {}
     for page, record in zip(inputs, run.pages, strict=True):  # run.pages is in input order
         if record.status != "chunked":
@@ -387,9 +396,31 @@ def _fill_report(run: ChunkRun, inputs, plan, outcomes, seconds: float) -> None:
         outcome = outcomes[plan.same_as.get(page.index, page.index)]
         for rule, tokens in outcome.chunks.removed_tokens.items():
             removed[rule] = removed.get(rule, 0) + tokens
+    token_counts = [c.metadata.token_count for c in run.chunks]
+    fill_report(run.report, run.pages, len(run.quarantine), token_counts, removed, seconds)
+
+
+def fill_report(
+    report: ChunkReport,
+    pages: list[PageRecord],
+    quarantined: int,
+    token_counts: list[int],
+    removed: dict[str, int],
+    seconds: float,
+) -> None:
+    """The report's figures, from the run's page records and its chunks' token counts."""
+    chunked = [p for p in pages if p.status == "chunked"]
+    report.pages_chunked = len(chunked)
+    report.pages_aliased = sum(p.status == "alias" for p in pages)
+    report.pages_quarantined = quarantined
+    report.chunks_out = len(token_counts)
+    report.duplicate_chunks_dropped = len(report.duplicates)
+    report.tokens_before_cleanup = sum(p.tokens_before_cleanup for p in chunked)
+    report.tokens_after_cleanup = sum(p.tokens_after_cleanup for p in chunked)
+    report.tokens_in_chunks = sum(token_counts)
     report.cleanup_tokens_removed = removed
     report.aliases = {p.canonical_url: p.aliases for p in chunked if p.aliases}
-    report.chunk_tokens = percentiles(c.metadata.token_count for c in run.chunks)
+    report.chunk_tokens = percentiles(token_counts)
     report.seconds = round(seconds, 3)
 
 

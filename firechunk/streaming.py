@@ -28,7 +28,15 @@ from typing import Any
 from firechunk.atomic import write_json
 from firechunk.incremental import OutcomeStore, StoredDraft, StoredOutcome
 from firechunk.outputs import REPORT_JSON, ChunkFileWriter, write_page_files
-from firechunk.pipeline import CHUNK_NAMESPACE, AliasPlan, PageInput, percentiles
+from firechunk.pipeline import (
+    CHUNK_NAMESPACE,
+    AliasPlan,
+    PageInput,
+    alias_record,
+    fill_report,
+    primaries,
+    quarantine_records,
+)
 from firechunk.validation_tables import ChunkFacts
 from schemas.chunk import Chunk
 from schemas.report import (
@@ -83,7 +91,7 @@ def assemble_and_write(
     run_dir = Path(run_dir)
     outcome_key = {page.index: keys[plan.same_as.get(page.index, page.index)] for page in inputs}
     content = store.content_hashes()
-    primary_of = _primaries(inputs, plan, outcome_key, content)
+    primary_of = primaries(inputs, plan, lambda i: content[outcome_key[i]])
     alias_urls = _alias_urls_of(inputs, plan, primary_of)
     report = ChunkReport(pages_in=len(inputs), encoding=encoding)
     records: dict[int, PageRecord] = {}
@@ -98,28 +106,20 @@ def assemble_and_write(
                 records[i] = _emit_page(page, plan, store.get(key, i), alias_urls[i], state)
     for page in inputs:
         if page.index not in records:
-            records[page.index] = _alias_record(page, plan, records[primary_of[page.index]])
+            records[page.index] = alias_record(page, plan, records[primary_of[page.index]])
     pages = [records[page.index] for page in inputs]
-    _fill_report(state, pages, time.perf_counter() - started)
+    fill_report(
+        report,
+        pages,
+        len(state.quarantine),
+        state.token_counts,
+        state.removed,
+        time.perf_counter() - started,
+    )
     write_page_files(run_dir, pages, state.quarantine)
     write_json(run_dir / REPORT_JSON, report.model_dump(mode="json"))
     store.put_chunk_rows(state.chunk_rows.items())
     return WrittenRun(run_dir, report, pages, state.facts, state.chunk_rows)
-
-
-def _primaries(inputs, plan: AliasPlan, outcome_key, content) -> dict[int, int]:
-    """For each chunkable page, the page whose chunks stand for it: among pages with the same
-    cleaned content, the one with the smallest canonical URL (stable from night to night)."""
-    groups: dict[str, list[int]] = {}
-    for page in inputs:
-        content_hash = content[outcome_key[page.index]]
-        if content_hash is not None:
-            groups.setdefault(content_hash, []).append(page.index)
-    primary_of = {}
-    for members in groups.values():
-        chosen = min(members, key=lambda i: (plan.canonical[i], i))
-        primary_of.update((i, chosen) for i in members)
-    return primary_of
 
 
 def _alias_urls_of(inputs, plan: AliasPlan, primary_of) -> dict[int, list[str]]:
@@ -242,54 +242,6 @@ def _facts(row: dict[str, Any], draft: StoredDraft) -> ChunkFacts:
 
 
 def _quarantine(page, plan, outcome: StoredOutcome, state: _Assembly) -> PageRecord:
-    markdown = page.markdown if isinstance(page.markdown, str) else ""
-    state.quarantine.append(
-        QuarantineRecord(
-            url=page.url,
-            reason=outcome.reason or "unknown",
-            detail=outcome.detail,
-            page_title=page.title,
-            markdown_chars=len(markdown),
-        )
-    )
-    return PageRecord(
-        url=page.url,
-        canonical_url=plan.canonical[page.index],
-        page_title=page.title,
-        status="quarantined",
-        raw_hash=plan.raw_hash[page.index],
-        content_hash="",
-        quarantine_reason=outcome.reason,
-    )
-
-
-def _alias_record(page, plan, primary: PageRecord) -> PageRecord:
-    return PageRecord(
-        url=page.url,
-        canonical_url=plan.canonical[page.index],
-        page_title=page.title,
-        status="alias",
-        alias_of=primary.canonical_url,
-        raw_hash=plan.raw_hash[page.index],
-        content_hash=primary.content_hash,
-        tokens_before_cleanup=primary.tokens_before_cleanup,
-        tokens_after_cleanup=primary.tokens_after_cleanup,
-        headings=primary.headings,
-    )
-
-
-def _fill_report(state: _Assembly, pages: list[PageRecord], seconds: float) -> None:
-    report = state.report
-    chunked = [p for p in pages if p.status == "chunked"]
-    report.pages_chunked = len(chunked)
-    report.pages_aliased = sum(p.status == "alias" for p in pages)
-    report.pages_quarantined = len(state.quarantine)
-    report.chunks_out = len(state.facts)
-    report.duplicate_chunks_dropped = len(report.duplicates)
-    report.tokens_before_cleanup = sum(p.tokens_before_cleanup for p in chunked)
-    report.tokens_after_cleanup = sum(p.tokens_after_cleanup for p in chunked)
-    report.tokens_in_chunks = sum(state.token_counts)
-    report.cleanup_tokens_removed = state.removed
-    report.aliases = {p.canonical_url: p.aliases for p in chunked if p.aliases}
-    report.chunk_tokens = percentiles(state.token_counts)
-    report.seconds = round(seconds, 3)
+    record, page_record = quarantine_records(page, plan, outcome.reason, outcome.detail)
+    state.quarantine.append(record)
+    return page_record
