@@ -146,7 +146,9 @@ def _trailing_headings(
     text = _run_text(run, lines, count)
     if text.tokens <= limits.hard:
         last = run[-1]
-        return [_heading_unit(text, last.path, last.h1_ordinal, headings_only=True)]
+        return [
+            _unit(text, last.path, last.h1_ordinal, headings_only=True, opens_with_heading=True)
+        ]
     pieces = _cut_run(run, text, limits, count, from_end=True)
     return [_cut_unit(piece, run, headings_only=n == 0) for n, piece in enumerate(pieces)]
 
@@ -155,7 +157,13 @@ def _cut_unit(piece: Piece, run: list[_Heading], *, headings_only: bool) -> Unit
     """A piece of headings cut as text, under the heading in force at its first line (the
     one it starts in, so that a heading cut short still heads a chunk)."""
     heading = [h for h in run if h.block.start <= piece.start][-1]
-    return _heading_unit(piece, heading.path, heading.h1_ordinal, headings_only=headings_only)
+    return _unit(
+        piece,
+        heading.path,
+        heading.h1_ordinal,
+        headings_only=headings_only,
+        opens_with_heading=True,
+    )
 
 
 def _units_of_block(
@@ -172,12 +180,14 @@ def _units_of_block(
     lead_tokens = count_with_sep(lead.text, lead.tokens, "\n\n", count) if lead else 0
     units: list[Unit] = []
     if lead and not _room_for(block, lead_tokens, lines, limits, count):
-        units.append(_heading_unit(lead, path, section.h1_ordinal, headings_only=True))
+        units.append(
+            _unit(lead, path, section.h1_ordinal, headings_only=True, opens_with_heading=True)
+        )
         lead, lead_tokens = None, 0
     budget = Budget(limits.hard - lead_tokens, limits.hard, whole_code=limits.hard)
     pieces = split_block(block, lines, budget, count)
     for index, piece in enumerate(pieces):
-        unit = _unit(piece, path, section.h1_ordinal, count)
+        unit = _unit(piece, path, section.h1_ordinal)
         if index == 0 and lead:
             unit.text = f"{lead.text}\n\n{unit.text}"
             unit.tokens += lead_tokens
@@ -203,20 +213,14 @@ def _room_for(
     return code_tokens > limits.hard or code_tokens + heading_tokens <= limits.hard
 
 
-def _unit(piece: Piece, path: HeadingPath, h1_ordinal: int, count: Count) -> Unit:
-    return Unit(
-        piece.text,
-        piece.tokens,
-        piece.start,
-        piece.end,
-        path,
-        h1_ordinal,
-        piece.joiner,
-        refenced=piece.refenced,
-    )
-
-
-def _heading_unit(piece: Piece, path: HeadingPath, h1_ordinal: int, *, headings_only: bool) -> Unit:
+def _unit(
+    piece: Piece,
+    path: HeadingPath,
+    h1_ordinal: int,
+    *,
+    headings_only: bool = False,
+    opens_with_heading: bool = False,
+) -> Unit:
     return Unit(
         piece.text,
         piece.tokens,
@@ -226,7 +230,8 @@ def _heading_unit(piece: Piece, path: HeadingPath, h1_ordinal: int, *, headings_
         h1_ordinal,
         piece.joiner,
         headings_only=headings_only,
-        opens_with_heading=True,
+        opens_with_heading=opens_with_heading,
+        refenced=piece.refenced,
     )
 
 
