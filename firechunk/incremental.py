@@ -76,15 +76,9 @@ def outcome_key(page: PageInput, raw_hash: str, encoding: str, options: ChunkerO
 
 
 @dataclass
-class StoredDraft:
+class StoredDraft(DraftChunk):
     """A draft chunk as the chunker made it, with what its text alone tells."""
 
-    text: str
-    tokens: int
-    h1: str | None
-    h2: str | None
-    breadcrumb: list[str]
-    source_lines: tuple[int, int]
     recount: int  # TokenCounter.count(text): what the suites compare `tokens` with
     text_hash: str  # validation_tables.text_hash: whitespace-normalised sha256
     dedupe_key: str  # the same normalisation, the key under which repeats are dropped
