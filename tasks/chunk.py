@@ -38,7 +38,7 @@ from firechunk.pipeline import (
 from firechunk.rebuild import ChunkedRun, RunStart, chunk_stage
 from firechunk.tokens import DEFAULT_ENCODING
 from schemas.page import CrawlResult
-from schemas.report import ChunkRun
+from schemas.report import ChunkReport, ChunkRun
 from tasks.runners import api_shared_with_workers
 
 CHUNK_RUN_JSON = "chunk_run.json"
@@ -63,18 +63,17 @@ def assemble_run(
     started: float,
 ) -> ChunkRun:
     run = assemble(inputs, plan, outcomes, encoding, options, started)
-    report = run.report
-    get_run_logger().info(
-        "%d pages in: %d chunked, %d aliases, %d quarantined -> %d chunks, "
-        "%d duplicate chunks dropped",
-        report.pages_in,
-        report.pages_chunked,
-        report.pages_aliased,
-        report.pages_quarantined,
-        report.chunks_out,
-        report.duplicate_chunks_dropped,
-    )
+    get_run_logger().info(run_summary(run.report))
     return run
+
+
+def run_summary(report: ChunkReport) -> str:
+    """One log line with the run's page and chunk counts."""
+    return (
+        f"{report.pages_in} pages in: {report.pages_chunked} chunked, "
+        f"{report.pages_aliased} aliases, {report.pages_quarantined} quarantined -> "
+        f"{report.chunks_out} chunks, {report.duplicate_chunks_dropped} duplicate chunks dropped"
+    )
 
 
 def chunk_in_parallel(

@@ -16,6 +16,7 @@ from prefect.cache_policies import NO_CACHE
 from firechunk.rebuild import ChunkedRun, RunStart, start_run, write_stage
 from firechunk.streaming import WrittenRun
 from schemas.changes import ChangeSet
+from tasks.chunk import run_summary
 
 CHANGES_KEY = "rebuild-changes"
 
@@ -38,17 +39,9 @@ def start_rebuild(data_dir: Path, run_id: str | None, full: bool) -> RunStart:
 def write_run(chunked: ChunkedRun) -> tuple[WrittenRun, ChangeSet]:
     """Assemble and write the run's files and changes.json; put the changes on the dashboard."""
     written, changes = write_stage(chunked)
-    report = written.report
     get_run_logger().info(
-        "%d pages in: %d chunked, %d aliases, %d quarantined -> %d chunks, "
-        "%d duplicate chunks dropped; changes: %d to upsert, %d to delete, "
-        "pages %d added, %d changed, %d removed",
-        report.pages_in,
-        report.pages_chunked,
-        report.pages_aliased,
-        report.pages_quarantined,
-        report.chunks_out,
-        report.duplicate_chunks_dropped,
+        "%s; changes: %d to upsert, %d to delete, pages %d added, %d changed, %d removed",
+        run_summary(written.report),
         len(changes.upsert),
         len(changes.delete),
         len(changes.pages_added),
