@@ -42,7 +42,7 @@ from pathlib import Path
 import orjson
 import tiktoken
 
-from firechunk.chunker.overlap import overlap_text
+from firechunk.chunker.overlap import overlap_after as chunk_overlap
 from firechunk.chunker.page import ChunkerOptions, DraftChunk
 from firechunk.pipeline import AliasPlan, PageInput, PageOutcome, chunk_batch
 from firechunk.tokens import TokenCounter
@@ -183,9 +183,7 @@ def dedupe_key(text: str) -> str:
 def overlap_after(draft: DraftChunk, counter: TokenCounter, options: ChunkerOptions) -> str:
     """The overlap text a chunk carries when `draft` is the chunk before it on its page:
     the heading in force at the draft's start (its breadcrumb) and its last sentence."""
-    crumbs = draft.breadcrumb
-    heading = f"{'#' * min(len(crumbs), 6)} {crumbs[-1]}" if crumbs else None
-    return overlap_text(draft.text, heading, counter, options.limits.overlap)
+    return chunk_overlap(draft.text, draft.breadcrumb, counter, options.limits.overlap)
 
 
 class OutcomeStore:

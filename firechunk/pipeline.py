@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from firechunk.chunker.overlap import overlap_text
+from firechunk.chunker.overlap import overlap_after
 from firechunk.chunker.page import ChunkerOptions, PageChunks, PageRejected, chunk_page
 from firechunk.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 from firechunk.urls import canonical_url
@@ -336,9 +336,9 @@ def _emit_page(
 def _overlap(previous: Chunk | None, counter: TokenCounter, options: ChunkerOptions) -> Overlap:
     if previous is None:
         return Overlap()
-    crumbs = previous.metadata.breadcrumb
-    heading = f"{'#' * min(len(crumbs), 6)} {crumbs[-1]}" if crumbs else None
-    text = overlap_text(previous.data.text, heading, counter, options.limits.overlap)
+    text = overlap_after(
+        previous.data.text, previous.metadata.breadcrumb, counter, options.limits.overlap
+    )
     return Overlap(prev_chunk_id=previous.chunk_id, text=text)
 
 

@@ -23,6 +23,15 @@ _FENCES = ("```", "~~~")
 _BLANK_LINES = re.compile(r"\n\s*\n")
 
 
+def overlap_after(
+    previous_text: str, breadcrumb: list[str], counter: TokenCounter, limit: int
+) -> str:
+    """The overlap a chunk carries from the chunk before it on its page, whose text and
+    breadcrumb (the headings in force at its first line) are given."""
+    heading = f"{'#' * min(len(breadcrumb), 6)} {breadcrumb[-1]}" if breadcrumb else None
+    return overlap_text(previous_text, heading, counter, limit)
+
+
 def overlap_text(
     previous_text: str, heading_in_force: str | None, counter: TokenCounter, limit: int
 ) -> str:
