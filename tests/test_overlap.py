@@ -133,3 +133,20 @@ def test_last_sentence_of_the_last_paragraph():
     )
     assert last_sentence("## Only\n\n### Headings") == ""
     assert last_sentence("") == ""
+
+
+def test_a_heading_after_code_counts_and_one_inside_an_unclosed_fence_does_not():
+    closed = "## One\n\n~~~sh\n# not a heading\n~~~\n\n## Two\n\nAfter the code here."
+    assert overlap(closed).startswith("## Two\n\n")
+    unclosed = "## One\n\nText here now.\n\n```sh\n# not a heading\n\n## Nor this"
+    assert overlap(unclosed).startswith("## One\n\n")
+
+
+def test_an_indented_closing_line_does_not_close_the_fence():
+    # The closing line must be the fence mark alone: "  ```" with spaces keeps the code open.
+    previous = "## One\n\n```sh\necho\n  ```\n## Inside code\n```\n\nThe text after it."
+    assert overlap(previous) == "## One\n\nThe text after it."
+
+
+def test_fence_lines_are_not_read_as_the_last_sentence():
+    assert last_sentence("Intro text here.\n\n```\nselect 1 from t;\n```") == "select 1 from t;"
