@@ -51,7 +51,14 @@ class Block:
     title: str = ""  # clean heading text
     fence: str = ""  # opening fence line of fenced code ("```sql")
     items: tuple[int, ...] = ()  # start lines of top-level list items
+    text: str = ""  # its page lines joined, once the page has counted it ("" until then)
     tokens: int = -1  # exact count of the block's text, once the page has counted it
+
+
+def text_of(block: Block, lines: list[str]) -> str:
+    """The block's page lines, joined. Only a page's top-level blocks keep their text: a
+    block found inside a list item or quote spans page lines but was parsed dedented."""
+    return block.text or "\n".join(lines[block.start : block.end])
 
 
 @contextmanager

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from firechunk.chunker import boundaries
-from firechunk.chunker.blocks import HEADING, Block, parse_blocks
+from firechunk.chunker.blocks import HEADING, Block, parse_blocks, text_of
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
 from firechunk.chunker.joincount import count_joined, count_with_sep, joinable
 from firechunk.chunker.pieces import Count
@@ -66,7 +66,8 @@ def chunk_page(
     cleaned = clean_markdown(text, options.cleanup)
     blocks = parse_blocks(cleaned.lines)
     for block in blocks:
-        block.tokens = count("\n".join(cleaned.lines[block.start : block.end]))
+        block.text = "\n".join(cleaned.lines[block.start : block.end])
+        block.tokens = count(block.text)
     if not any(block.kind != HEADING for block in blocks):
         raise PageRejected("header-only" if blocks else "empty", "no content besides headings")
     sections = split_sections(blocks)
@@ -171,7 +172,7 @@ def page_tokens(lines: list[str], blocks: list[Block], count: Count) -> int:
             seps.append("\n" + "".join(line + "\n" for line in lines[position : block.start]))
         elif block.start > 0:
             sep = gap + "\n"
-        parts.append(("\n".join(lines[block.start : block.end]), block.tokens))
+        parts.append((text_of(block, lines), block.tokens))
         position = block.end
     tail = "".join("\n" + line for line in lines[position:])
     total = count_joined(parts, seps, count)

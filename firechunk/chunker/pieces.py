@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from firechunk.chunker.blocks import CODE, HEADING, LIST, QUOTE, TABLE, Block, parse_blocks
+from firechunk.chunker.blocks import CODE, HEADING, LIST, QUOTE, TABLE, Block, parse_blocks, text_of
 
 Count = Callable[[str], int]
 
@@ -50,7 +50,7 @@ class Budget:
 def split_block(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
     """Pieces of `block`, each within budget (but code kept whole, see `Budget`); the
     block itself when it fits."""
-    text = "\n".join(lines[block.start : block.end])
+    text = text_of(block, lines)
     tokens = block.tokens if block.tokens >= 0 else count(text)
     if tokens <= budget.first or (block.kind == CODE and tokens <= budget.whole_code):
         return [Piece(text, tokens, block.start, block.end)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from firechunk.chunker.blocks import CODE, HEADING, Block, parse_blocks
+from firechunk.chunker.blocks import CODE, HEADING, Block, parse_blocks, text_of
 from firechunk.chunker.joincount import count_joined, count_with_sep
 from firechunk.chunker.pieces import Budget, Count, Piece, fill_text, split_block
 from firechunk.chunker.sections import HeadingPath, Section
@@ -71,7 +71,7 @@ def build_units(
 
 def _run_text(run: list[_Heading], lines: list[str], count: Count) -> Piece:
     """A run of headings with no content between them, as one piece of text."""
-    parts = [("\n".join(lines[h.block.start : h.block.end]), h.block.tokens) for h in run]
+    parts = [(text_of(h.block, lines), h.block.tokens) for h in run]
     parts = [(text, tokens if tokens >= 0 else count(text)) for text, tokens in parts]
     text = "\n\n".join(part for part, _ in parts)
     tokens = count_joined(parts, ["\n\n"] * (len(parts) - 1), count)
@@ -209,7 +209,7 @@ def _room_for(
         return False
     if block.kind != CODE:
         return True
-    code_tokens = count("\n".join(lines[block.start : block.end]))
+    code_tokens = block.tokens if block.tokens >= 0 else count(text_of(block, lines))
     return code_tokens > limits.hard or code_tokens + heading_tokens <= limits.hard
 
 
