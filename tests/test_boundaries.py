@@ -3,10 +3,13 @@ the content that follows, no header-only chunk, and H1 intro content as its own 
 
 from __future__ import annotations
 
+import pytest
+
 from firechunk.chunker.blocks import HEADING, parse_blocks
 from firechunk.chunker.boundaries import attach_lone_headings, enforce_hard_limit, merge_small
 from firechunk.chunker.split import Limits, Unit
-from tests.chunk_helpers import chunk_one, count, sentences
+from tests.chunk_helpers import chunk_one, code_lines, count, sentences
+from tests.test_properties import Page, assert_invariants
 
 LIMITS = Limits()
 
@@ -437,3 +440,28 @@ def test_cutting_for_closing_headings_keeps_code_in_a_list_whole():
     assert sum(code in c.text for c in chunks) == 1
     assert all(c.tokens <= 1000 for c in chunks)
     assert chunks[-1].text.endswith(f"Then call it from the app.\n\n{heading}")
+
+
+@pytest.mark.parametrize(
+    "headings",
+    [
+        "# {title}",
+        "# the\n\n### {title}",
+        "{title}\n===",
+        "# a t0 head\n\n{title}\n---",
+    ],
+)
+@pytest.mark.parametrize("after", ["## The next words", "The t7 user\n---", "Plain words here."])
+def test_headings_too_long_to_stack_at_the_page_start_before_code_that_fills_a_chunk(
+    headings, after
+):
+    # The rest of the cut headings cannot stack onto the code (it would push the code,
+    # which fits alone, over the limit), and there is no chunk before to join: the run
+    # is cut from the end with its first piece holding text, and nothing is lost.
+    code = "\n".join(["```python", *code_lines(12, 1), "```"])
+    generated = Page(
+        parts=[headings.format(title=long_title(200, "t1")), code, after, "The t9 end here."],
+        code_blocks=[code],
+    )
+    assert_invariants(generated, Limits(**SMALL))
+    assert not header_only_chunks(chunk_one(generated.markdown, **SMALL).chunks, 160, 30)
