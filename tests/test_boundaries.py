@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from firechunk.chunker.blocks import HEADING, parse_blocks
-from firechunk.chunker.boundaries import attach_lone_headings, enforce_hard_limit, merge_small
+from firechunk.chunker.boundaries import (
+    attach_lone_headings,
+    cut_as_text,
+    enforce_hard_limit,
+    merge_small,
+)
 from firechunk.chunker.split import Limits, Unit
 from tests.chunk_helpers import chunk_one, code_lines, count, sentences
 from tests.test_properties import Page, assert_invariants
@@ -465,3 +470,20 @@ def test_headings_too_long_to_stack_at_the_page_start_before_code_that_fills_a_c
     )
     assert_invariants(generated, Limits(**SMALL))
     assert not header_only_chunks(chunk_one(generated.markdown, **SMALL).chunks, 160, 30)
+
+
+def test_the_last_resort_cuts_only_groups_still_over_the_limit_and_as_text():
+    # Used when re-packing does not converge (it has on every page seen): each group
+    # still over the hard limit becomes plain-text pieces within it; the others stay.
+    over_text = sentences(300, 5, "o")
+    over = [Unit(over_text, count(over_text), 3, 4, ((1, "T"),), 0)]
+    fine = [unit(120, name="fine")]
+    groups = cut_as_text(
+        [fine, over], ["fine", over_text], [120, count(over_text)], Limits(**SMALL), count
+    )
+    assert groups[0] is fine
+    pieces = [group[0] for group in groups[1:]]
+    assert len(pieces) >= 2 and all(len(group) == 1 for group in groups[1:])
+    assert all(piece.tokens == count(piece.text) <= 160 for piece in pieces)
+    assert " ".join(piece.text for piece in pieces) == over_text
+    assert all(piece.path == ((1, "T"),) and piece.start == 3 for piece in pieces)
