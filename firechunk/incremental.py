@@ -42,7 +42,6 @@ from pathlib import Path
 import orjson
 import tiktoken
 
-from firechunk.chunker.overlap import overlap_after as chunk_overlap
 from firechunk.chunker.page import ChunkerOptions, DraftChunk
 from firechunk.pipeline import AliasPlan, PageInput, PageOutcome, chunk_batch
 from firechunk.tokens import TokenCounter
@@ -75,7 +74,7 @@ def outcome_key(page: PageInput, raw_hash: str, encoding: str, options: ChunkerO
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StoredDraft(DraftChunk):
     """A draft chunk as the chunker made it, with what its text alone tells."""
 
@@ -83,7 +82,6 @@ class StoredDraft(DraftChunk):
     text_hash: str  # validation_tables.text_hash: whitespace-normalised sha256
     dedupe_key: str  # the same normalisation, the key under which repeats are dropped
     heading_lines: list[str]  # validation_tables.heading_lines, sorted
-    overlap: str  # overlap_text for the chunk that follows this one ("" for a page's last)
 
 
 @dataclass
@@ -130,23 +128,19 @@ def chunk_for_store(
     chunking itself, and done here they are done in parallel, and only once per page text.
     """
     counter = TokenCounter(encoding)
-    return [_stored(outcome, counter, options) for outcome in chunk_batch(batch, encoding, options)]
+    return [_stored(outcome, counter) for outcome in chunk_batch(batch, encoding, options)]
 
 
-def _stored(outcome: PageOutcome, counter: TokenCounter, options: ChunkerOptions) -> StoredOutcome:
+def _stored(outcome: PageOutcome, counter: TokenCounter) -> StoredOutcome:
     if outcome.chunks is None:
         return StoredOutcome(
             outcome.index, reason=outcome.reason or "unknown", detail=outcome.detail
         )
     page = outcome.chunks
-    last = len(page.chunks) - 1
     return StoredOutcome(
         index=outcome.index,
         content_hash=page.content_hash,
-        drafts=[
-            _stored_draft(draft, counter, options, follows=n < last)
-            for n, draft in enumerate(page.chunks)
-        ],
+        drafts=[_stored_draft(draft, counter) for draft in page.chunks],
         headings=list(page.headings),
         tokens_before=page.tokens_before,
         tokens_after=page.tokens_after,
@@ -155,9 +149,7 @@ def _stored(outcome: PageOutcome, counter: TokenCounter, options: ChunkerOptions
     )
 
 
-def _stored_draft(
-    draft: DraftChunk, counter: TokenCounter, options: ChunkerOptions, *, follows: bool
-) -> StoredDraft:
+def _stored_draft(draft: DraftChunk, counter: TokenCounter) -> StoredDraft:
     text = draft.text
     return StoredDraft(
         text=text,
@@ -170,7 +162,7 @@ def _stored_draft(
         text_hash=text_hash(text),
         dedupe_key=dedupe_key(text),
         heading_lines=sorted(heading_lines(text)),
-        overlap=overlap_after(draft, counter, options) if follows else "",
+        overlap=draft.overlap,
     )
 
 
@@ -178,12 +170,6 @@ def dedupe_key(text: str) -> str:
     """Chunks whose text is equal but for whitespace repeat each other."""
     normalised = " ".join(text.split())
     return hashlib.sha256(normalised.encode("utf-8", errors="surrogatepass")).hexdigest()
-
-
-def overlap_after(draft: DraftChunk, counter: TokenCounter, options: ChunkerOptions) -> str:
-    """The overlap text a chunk carries when `draft` is the chunk before it on its page:
-    the heading in force at the draft's start (its breadcrumb) and its last sentence."""
-    return chunk_overlap(draft.text, draft.breadcrumb, counter, options.limits.overlap)
 
 
 class OutcomeStore:

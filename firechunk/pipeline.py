@@ -15,7 +15,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from firechunk.chunker.overlap import overlap_after
-from firechunk.chunker.page import ChunkerOptions, PageChunks, PageRejected, chunk_page
+from firechunk.chunker.page import (
+    ChunkerOptions,
+    DraftChunk,
+    PageChunks,
+    PageRejected,
+    chunk_page,
+)
 from firechunk.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 from firechunk.urls import canonical_url
 from schemas.chunk import Chunk, ChunkData, ChunkMetadata, Headers, Overlap
@@ -57,14 +63,14 @@ def chunk_batch(
 ) -> list[PageOutcome]:
     """Chunk a batch of pages; a page that fails becomes an outcome with a reason."""
     counter = TokenCounter(encoding)
+    limit = (options or ChunkerOptions()).limits.overlap
     outcomes = []
     for page in batch:
         try:
-            outcomes.append(
-                PageOutcome(
-                    page.index, chunk_page(page.markdown, page.title, counter.count, options)
-                )
-            )
+            chunks = chunk_page(page.markdown, page.title, counter.count, options)
+            for draft in chunks.chunks[:-1]:
+                draft.overlap = overlap_after(draft.text, draft.breadcrumb, counter, limit)
+            outcomes.append(PageOutcome(page.index, chunks))
         except PageRejected as rejected:
             outcomes.append(PageOutcome(page.index, reason=rejected.reason, detail=rejected.detail))
         except Exception as error:  # a parser bug must not sink the run
@@ -89,7 +95,7 @@ def chunk_crawl(
     inputs = page_inputs(crawl)
     plan = AliasPlan.from_inputs(inputs)
     outcomes = run_batches(plan.to_chunk, workers, encoding, options, progress)
-    return assemble(inputs, plan, outcomes, encoding, options, started)
+    return assemble(inputs, plan, outcomes, encoding, started)
 
 
 def page_inputs(crawl: CrawlResult) -> list[PageInput]:
@@ -211,11 +217,9 @@ def assemble(
     plan: AliasPlan,
     outcomes: dict[int, PageOutcome],
     encoding: str,
-    options: ChunkerOptions,
     started: float,
 ) -> ChunkRun:
-    """Resolve aliases by content, drop repeated chunks, assign ids and overlap."""
-    counter = TokenCounter(encoding)
+    """Resolve aliases by content, drop repeated chunks, assign ids and overlap links."""
 
     def content_of(i: int) -> str | None:
         chunks = outcomes[plan.same_as.get(i, i)].chunks
@@ -236,9 +240,7 @@ def assemble(
             records[i] = _quarantine(page, plan, outcome, run)
         elif primary_of[i] == i:
             alias_urls = _alias_urls(plan.canonical[i], [inputs[a].url for a in aliases.get(i, [])])
-            records[i] = _emit_page(
-                page, plan, outcome.chunks, alias_urls, seen, counter, options, run
-            )
+            records[i] = _emit_page(page, plan, outcome.chunks, alias_urls, seen, run)
     for page in inputs:
         i = page.index
         if i not in records:
@@ -274,11 +276,10 @@ def primaries(
     return primary_of
 
 
-def _emit_page(
-    page, plan, result: PageChunks, alias_urls, seen, counter, options, run
-) -> PageRecord:
+def _emit_page(page, plan, result: PageChunks, alias_urls, seen, run) -> PageRecord:
     url = plan.canonical[page.index] or page.url
     kept: list[Chunk] = []
+    previous: DraftChunk | None = None  # the draft of the last chunk kept
     for position, draft in enumerate(result.chunks):
         key = _sha256(" ".join(draft.text.split()))
         chunk_id = str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{draft.text}"))
@@ -293,7 +294,6 @@ def _emit_page(
             )
             continue
         seen[key] = chunk_id
-        previous = kept[-1] if kept else None
         kept.append(
             Chunk(
                 chunk_id=chunk_id,
@@ -309,10 +309,14 @@ def _emit_page(
                 data=ChunkData(
                     headers=Headers(h1=draft.h1, h2=draft.h2),
                     text=draft.text,
-                    overlap_text=_overlap(previous, counter, options),
+                    overlap_text=Overlap(
+                        prev_chunk_id=kept[-1].chunk_id if kept else None,
+                        text=previous.overlap if previous else "",
+                    ),
                 ),
             )
         )
+        previous = draft
     run.chunks.extend(kept)
     run.report.warnings.extend(f"{url}: {warning}" for warning in result.warnings)
     return PageRecord(
@@ -331,15 +335,6 @@ def _emit_page(
             HeadingRecord(level=lv, text=title, line=line) for lv, title, line in result.headings
         ],
     )
-
-
-def _overlap(previous: Chunk | None, counter: TokenCounter, options: ChunkerOptions) -> Overlap:
-    if previous is None:
-        return Overlap()
-    text = overlap_after(
-        previous.data.text, previous.metadata.breadcrumb, counter, options.limits.overlap
-    )
-    return Overlap(prev_chunk_id=previous.chunk_id, text=text)
 
 
 def _quarantine(page, plan, outcome: PageOutcome, run: ChunkRun) -> PageRecord:

@@ -59,10 +59,9 @@ def assemble_run(
     plan: AliasPlan,
     outcomes: dict[int, PageOutcome],
     encoding: str,
-    options: ChunkerOptions,
     started: float,
 ) -> ChunkRun:
-    run = assemble(inputs, plan, outcomes, encoding, options, started)
+    run = assemble(inputs, plan, outcomes, encoding, started)
     get_run_logger().info(run_summary(run.report))
     return run
 
@@ -115,7 +114,7 @@ def chunk_in_parallel(
             outcomes.update((outcome.index, outcome) for outcome in future.result())
             update_progress_artifact(progress_id, progress=100.0 * len(outcomes) / max(1, total))
             logger.info("chunked %d/%d pages", len(outcomes), total)
-    return assemble_run(inputs, plan, outcomes, encoding, options, started)
+    return assemble_run(inputs, plan, outcomes, encoding, started)
 
 
 @task(name="chunk-pages", cache_policy=NO_CACHE)

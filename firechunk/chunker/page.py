@@ -38,6 +38,9 @@ class DraftChunk:
     h2: str | None
     breadcrumb: list[str]
     source_lines: tuple[int, int]
+    # The overlap text of the chunk after this one on its page ("" for the page's last).
+    # Filled in by `pipeline.chunk_batch`, in the worker: it needs the tokenizer's decoder.
+    overlap: str = ""
 
 
 @dataclass
