@@ -42,10 +42,10 @@ from pathlib import Path
 import orjson
 import tiktoken
 
-from firechunk.chunker.page import ChunkerOptions, DraftChunk
+from firechunk.chunker.page import ChunkerOptions, DraftChunk, content_hash
 from firechunk.pipeline import AliasPlan, PageInput, PageOutcome, chunk_batch
 from firechunk.tokens import TokenCounter
-from firechunk.validation_tables import heading_lines, text_hash
+from firechunk.validation_tables import heading_lines
 
 STATE_FILE = "rebuild_state.sqlite"
 _PACKAGE = Path(__file__).resolve().parent
@@ -79,8 +79,7 @@ class StoredDraft(DraftChunk):
     """A draft chunk as the chunker made it, with what its text alone tells."""
 
     recount: int  # TokenCounter.count(text): what the suites compare `tokens` with
-    text_hash: str  # validation_tables.text_hash: whitespace-normalised sha256
-    dedupe_key: str  # the same normalisation, the key under which repeats are dropped
+    text_hash: str  # content_hash(text): what the suites check, and the key of repeats
     heading_lines: list[str]  # validation_tables.heading_lines, sorted
 
 
@@ -159,17 +158,10 @@ def _stored_draft(draft: DraftChunk, counter: TokenCounter) -> StoredDraft:
         breadcrumb=list(draft.breadcrumb),
         source_lines=tuple(draft.source_lines),
         recount=counter.count(text),
-        text_hash=text_hash(text),
-        dedupe_key=dedupe_key(text),
+        text_hash=content_hash(text),
         heading_lines=sorted(heading_lines(text)),
         overlap=draft.overlap,
     )
-
-
-def dedupe_key(text: str) -> str:
-    """Chunks whose text is equal but for whitespace repeat each other."""
-    normalised = " ".join(text.split())
-    return hashlib.sha256(normalised.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 class OutcomeStore:

@@ -21,6 +21,7 @@ from firechunk.chunker.page import (
     PageChunks,
     PageRejected,
     chunk_page,
+    content_hash,
 )
 from firechunk.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 from firechunk.urls import canonical_url
@@ -281,7 +282,7 @@ def _emit_page(page, plan, result: PageChunks, alias_urls, seen, run) -> PageRec
     kept: list[Chunk] = []
     previous: DraftChunk | None = None  # the draft of the last chunk kept
     for position, draft in enumerate(result.chunks):
-        key = _sha256(" ".join(draft.text.split()))
+        key = content_hash(draft.text)
         chunk_id = str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{draft.text}"))
         if key in seen:
             run.report.duplicates.append(

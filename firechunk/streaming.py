@@ -141,17 +141,17 @@ def _emit_page(
     kept: list[tuple[str, StoredDraft]] = []
     for position, draft in enumerate(outcome.drafts):
         chunk_id = str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{draft.text}"))
-        if draft.dedupe_key in state.seen:
+        if draft.text_hash in state.seen:
             state.report.duplicates.append(
                 DuplicateChunk(
                     source_url=url,
                     chunk_index=position,
-                    duplicate_of=state.seen[draft.dedupe_key],
+                    duplicate_of=state.seen[draft.text_hash],
                     token_count=draft.tokens,
                 )
             )
             continue
-        state.seen[draft.dedupe_key] = chunk_id
+        state.seen[draft.text_hash] = chunk_id
         previous = kept[-1] if kept else None
         row = _chunk_row(chunk_id, draft, url, page.title, len(kept), alias_urls, previous)
         if not state.chunk_rows:

@@ -21,13 +21,13 @@ Tables (one per suite, the suite's `name` is the table's name):
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from firechunk.chunker.page import content_hash
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
 from schemas.report import ChunkRun, DuplicateChunk, PageRecord
@@ -85,7 +85,7 @@ class ChunkFacts:
     chunk_index: int
     token_count: int
     token_recount: int  # the run's TokenCounter over data.text
-    text_hash: str  # `text_hash(data.text)`
+    text_hash: str  # `content_hash(data.text)`
     prev_chunk_id: str | None
     heading_lines: frozenset[str]  # `heading_lines(data.text)`
 
@@ -101,7 +101,7 @@ def chunk_facts(chunk: Chunk, counter: TokenCounter) -> ChunkFacts:
         chunk_index=chunk.metadata.chunk_index,
         token_count=chunk.metadata.token_count,
         token_recount=counter.count(text),
-        text_hash=text_hash(text),
+        text_hash=content_hash(text),
         prev_chunk_id=chunk.data.overlap_text.prev_chunk_id,
         heading_lines=heading_lines(text),
     )
@@ -135,11 +135,6 @@ def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame.from_records(rows, columns=columns)
-
-
-def text_hash(text: str) -> str:
-    """sha256 of the text with whitespace runs collapsed: re-wrapped copies count as equal."""
-    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
 
 
 def chunk_rows(facts: list[ChunkFacts]) -> list[dict]:

@@ -139,8 +139,11 @@ def check_page(markdown: object, options: ChunkerOptions) -> str:
 
 
 def content_hash(text: str) -> str:
-    """Hash of text with whitespace normalised: equal for pages that read the same."""
-    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
+    """sha256 of the text with whitespace runs collapsed: equal for texts that read the
+    same (pages, to find aliases; chunks, to drop repeats and for validation to check).
+    A lone surrogate (JSON allows one) is hashed as it is instead of failing."""
+    normalised = " ".join(text.split())
+    return hashlib.sha256(normalised.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 def join_units(units: list[Unit], count: Count) -> tuple[str, int]:
