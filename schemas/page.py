@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode_only(value: Any) -> Any:
+    """A lone surrogate (JSON can escape one: "\\ud800") becomes U+FFFD, as undecodable
+    bytes do when a crawl file is read. Left in, it would make every later step that
+    encodes the text as UTF-8 (ids, hashes, Parquet, JSON) fail for the whole run."""
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _LONE_SURROGATE.sub("\ufffd", value)
+    return value
+
+
+# Text from a crawl: a string that is valid Unicode.
+CrawlText = Annotated[str, BeforeValidator(_unicode_only)]
 
 
 class PageMetadata(BaseModel):
@@ -12,9 +31,9 @@ class PageMetadata(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    title: str | None = None
-    source_url: str | None = Field(default=None, alias="sourceURL")
-    url: str | None = None
+    title: CrawlText | None = None
+    source_url: CrawlText | None = Field(default=None, alias="sourceURL")
+    url: CrawlText | None = None
     status_code: int | None = Field(default=None, alias="statusCode")
 
 
@@ -23,7 +42,9 @@ class CrawledPage(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    markdown: str | None = None
+    # Usually text. Anything else is the chunker's to quarantine ("not-text"), page by
+    # page, rather than a reason to reject the whole crawl.
+    markdown: Annotated[object, BeforeValidator(_unicode_only)] = None
     metadata: PageMetadata = Field(default_factory=PageMetadata)
 
     @property

@@ -274,6 +274,36 @@ def test_non_utf8_pages_are_quarantined_when_read_from_a_crawl_file(tmp_path):
     assert {c.metadata.source_url for c in run.chunks} == {f"{BASE}/good"}
 
 
+def test_lone_surrogates_in_a_crawl_file_become_replacement_characters(tmp_path):
+    # JSON may escape half of a surrogate pair; as Python text it cannot be encoded to
+    # UTF-8, which ids, hashes and every output need. It used to fail the whole run.
+    markdown = guide(1).replace("now.", "now \ud800.", 1)
+    metadata = {"sourceURL": f"{BASE}/a\udfff", "title": "T\ud83d"}
+    document = json.dumps({"data": [{"markdown": markdown, "metadata": metadata}]})
+    assert "\\ud800" in document  # written as JSON escapes, as a crawl file can hold them
+    path = tmp_path / "crawl.json"
+    path.write_text(document)
+    run = chunk_crawl(read_crawl(path))
+    assert run.quarantine == [] and run.chunks
+    assert "now \ufffd." in run.chunks[0].data.text
+    assert run.chunks[0].metadata.page_title == "T\ufffd"
+    assert run.chunks[0].metadata.source_url.endswith("/a%EF%BF%BD")
+
+
+def test_markdown_that_is_not_text_in_a_crawl_file_quarantines_that_page_only(tmp_path):
+    pages = [
+        {"markdown": 42, "metadata": {"sourceURL": f"{BASE}/number"}},
+        {"markdown": {"html": "<p>"}, "metadata": {"sourceURL": f"{BASE}/object"}},
+        {"markdown": guide(1), "metadata": {"sourceURL": f"{BASE}/good"}},
+    ]
+    path = tmp_path / "crawl.json"
+    path.write_text(json.dumps({"data": pages}))
+    run = chunk_crawl(read_crawl(path))
+    reasons = {q.url.rsplit("/", 1)[-1]: q.reason for q in run.quarantine}
+    assert reasons == {"number": "not-text", "object": "not-text"}
+    assert {c.metadata.source_url for c in run.chunks} == {f"{BASE}/good"}
+
+
 def test_a_few_replacement_characters_do_not_quarantine_a_page():
     markdown = guide(2).replace("now.", "now \ufffd.", 2)
     run = run_markdown(markdown)
