@@ -31,6 +31,8 @@ from schemas.validation import ExpectationOutcome, ValidationOutcome
 if TYPE_CHECKING:
     import pandas as pd
 
+    from firechunk.validation_process import ValidationProcess
+
 RUNS_DIR = "runs"
 LATEST = "latest"
 STATUS_JSON = "status.json"
@@ -74,13 +76,17 @@ def validate_written_run(
     *,
     suites_dir: Path = SUITES_DIR,
     started: float | None = None,
+    validator: ValidationProcess | None = None,
 ) -> ValidationOutcome:
     """Validate a run whose files are already in `run_dir` (the streamed rebuild writes
-    them as it goes), from its tables, and record the verdict in its `status.json`."""
+    them as it goes), from its tables, and record the verdict in its `status.json`.
+
+    With `validator`, the suites run in its helper process (GX imported while the run was
+    written); without, in this process.
+    """
+    validate = validator.validate_tables if validator is not None else validate_tables
     with failure_recorded(run_dir, run_id):
-        outcome = validate_tables(
-            tables, run_dir, suites_dir=suites_dir, run_id=run_id, started=started
-        )
+        outcome = validate(tables, run_dir, suites_dir=suites_dir, run_id=run_id, started=started)
     record_verdict(run_dir, run_id, outcome)
     return outcome
 

@@ -46,6 +46,7 @@ from firechunk.publish import (
 )
 from firechunk.streaming import WrittenRun, assemble_and_write
 from firechunk.tokens import DEFAULT_ENCODING
+from firechunk.validation_process import ValidationProcess
 from firechunk.validation_tables import tables_from_facts
 from schemas.changes import ChangeSet
 from schemas.page import CrawlResult
@@ -154,12 +155,17 @@ def write_stage(chunked: ChunkedRun) -> tuple[WrittenRun, ChangeSet]:
     return written, changes
 
 
-def publish_stage(start: RunStart, written: WrittenRun) -> PublishResult:
-    """Validate the written run; publish it as `latest` only if every expectation passed."""
+def publish_stage(
+    start: RunStart, written: WrittenRun, validator: ValidationProcess | None = None
+) -> PublishResult:
+    """Validate the written run (in `validator`'s helper process if given); publish it as
+    `latest` only if every expectation passed."""
     started = time.perf_counter()
     with failure_recorded(start.run_dir, start.run_id):
         tables = tables_from_facts(written.facts, written.pages, written.report.duplicates)
-    outcome = validate_written_run(tables, start.run_dir, start.run_id, started=started)
+    outcome = validate_written_run(
+        tables, start.run_dir, start.run_id, started=started, validator=validator
+    )
     return publish_if_passed(start.data_dir, start.run_id, start.run_dir, outcome)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from prefect import flow
 from prefect.utilities.annotations import quote
 
+from firechunk.validation_process import ValidationProcess
 from flows.crawl import crawl as crawl_flow
 from flows.names import SUPABASE_DOCS, site_and_date
 from schemas.job import ApiVersion
@@ -71,10 +72,12 @@ def rebuild(
         chunked = chunk_into_store(start, crawl, runner, workers=workers)
     # quote(): Prefect would otherwise walk every page and chunk of these looking for
     # futures to wait on (there are none); on thousands of pages that takes seconds.
-    with timed(seconds, "write"):
-        written, _changes = write_run(quote(chunked))
-    with timed(seconds, "validate + publish"):
-        result = publish_written(start, quote(written))
+    # The validator's helper process imports Great Expectations while the run is written.
+    with ValidationProcess() as validator:
+        with timed(seconds, "write"):
+            written, _changes = write_run(quote(chunked))
+        with timed(seconds, "validate + publish"):
+            result = publish_written(start, quote(written), quote(validator))
     seconds["total"] = sum(seconds.values())
     report_to_dashboard(written.report, seconds, result)
     raise_if_failed(result)

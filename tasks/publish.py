@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from firechunk.publish import build_and_publish, format_result
 from firechunk.rebuild import RunStart, publish_stage
 from firechunk.streaming import WrittenRun
+from firechunk.validation_process import ValidationProcess
 from schemas.publish import PublishResult
 from schemas.report import ChunkRun
 
@@ -32,9 +33,11 @@ def validate_and_publish(run: ChunkRun, data_dir: Path, run_id: str | None = Non
 
 
 @task(name="validate-publish", cache_policy=NO_CACHE)
-def publish_written(start: RunStart, written: WrittenRun) -> PublishResult:
+def publish_written(
+    start: RunStart, written: WrittenRun, validator: ValidationProcess | None = None
+) -> PublishResult:
     """Validate a run the rebuild has written; publish it as `latest` only if it passed."""
-    result = publish_stage(start, written)
+    result = publish_stage(start, written, validator)
     _log(result)
     return result
 
