@@ -1,6 +1,7 @@
 """A 5,000-page rebuild, then the same crawl with 1 % of its pages changed: time and memory.
 
-    python bench/scale.py [--pages 5000] [--changed 0.01] [--workers 2] [--json PATH]
+    python bench/scale.py [--pages 5000] [--changed 0.01] [--workers 2]
+                          [--api temporary|server|both] [--json PATH]
 
 The replay is built in a temporary directory from the distinct pages of every crawl file in
 `../shared/corpus/` (relative to the repository root), cycled until there are `--pages`
@@ -19,6 +20,13 @@ Prefect's temporary local API, a pool of `--workers` processes), on one data dir
 
 Before them, one untimed rebuild of the bundled sample starts Prefect's API once, so the
 first timed run does not pay for creating Prefect's database.
+
+`--api server` runs the same rebuilds against a `prefect server` that the bench starts
+once on 127.0.0.1 (a free port, a PREFECT_HOME and database of its own) and stops at the
+end, as the nightly deployment has a long-running server: each rebuild subprocess gets
+PREFECT_API_URL and starts no API of its own, and the server is not part of the measured
+process tree. `--api both` runs the temporary-API pair, then the server pair, each on a
+data directory of its own, and prints a table for each.
 
 For each run it prints the wall time of the whole subprocess (interpreter start to exit),
 split into the flow run itself and the rest (imports, starting and stopping Prefect's
@@ -41,11 +49,14 @@ import json
 import os
 import random
 import re
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +65,7 @@ SAMPLE_CRAWL = ROOT / "data" / "sample" / "crawl.json"
 TARGET_FULL_SECONDS = 180.0
 TARGET_PEAK_BYTES = 1.5 * 1024**3
 TARGET_RATIO = 0.10
+SERVER_START_TIMEOUT = 180.0  # a fresh server database migrates first
 
 _SYLLABLES = ["ka", "lo", "mi", "nu", "pe", "ri", "so", "tu", "va", "ze", "bo", "di", "fa", "gu"]
 _LETTER = re.compile(r"[A-Za-z]")
@@ -69,12 +81,12 @@ def main() -> int:
     if not files:
         print(f"skipped: no shared corpus at {CORPUS_DIR} (it sits beside the repository)")
         return 0
+    apis = ["temporary", "server"] if args.api == "both" else [args.api]
+    runs: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as scratch:
         work = Path(scratch)
         templates = distinct_pages(files)
         full_crawl, changed_crawl, changes = build_replays(templates, args, work)
-        env = child_env(work / "prefect-home")
-        data_dir = work / "data"
         print(
             f"{len(templates)} distinct corpus pages -> {args.pages} pages "
             f"({full_crawl.stat().st_size / 1e6:.1f} MB of crawl JSON); second crawl: "
@@ -82,14 +94,19 @@ def main() -> int:
             f"{changes['added']} added",
             flush=True,
         )
-        print("untimed warm-up: a rebuild of the sample starts Prefect's API ...", flush=True)
-        rebuild(SAMPLE_CRAWL, work / "warm-up", "warm-up", args.workers, env)
-        runs = [
-            measure("full", full_crawl, data_dir, args.workers, env, args.pages),
-            measure("incremental", changed_crawl, data_dir, args.workers, env, args.pages),
-        ]
-        check_changes(data_dir, changes)
-    print_table(runs, args)
+        for api in apis:
+            with prefect_api(api, work / api) as env:
+                data_dir = work / api / "data"
+                print(f"untimed warm-up ({api} API): a rebuild of the sample ...", flush=True)
+                rebuild(SAMPLE_CRAWL, work / api / "warm-up", "warm-up", args.workers, env)
+                pair = [
+                    measure("full", full_crawl, data_dir, args.workers, env, api),
+                    measure("incremental", changed_crawl, data_dir, args.workers, env, api),
+                ]
+                check_changes(data_dir, changes)
+            runs += pair
+    for api in apis:
+        print_table([run for run in runs if run["api"] == api], args, api)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
@@ -101,6 +118,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--pages", type=int, default=5000)
     parser.add_argument("--changed", type=float, default=0.01, help="share of pages changed")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--api",
+        choices=["temporary", "server", "both"],
+        default="temporary",
+        help="Prefect's temporary API per rebuild (as `firechunk rebuild`), a `prefect server` "
+        "started once (as the nightly deployment has), or both in turn",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     # Internal: one measured rebuild, in its own process (see `child`).
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -195,9 +219,10 @@ def write_crawl(path: Path, pages: list[dict]) -> Path:
 # --- running and measuring -----------------------------------------------------------------
 
 
-def child_env(prefect_home: Path) -> dict[str, str]:
-    """A Prefect home of the bench's own and no inherited API: each rebuild starts
-    Prefect's temporary local API, as `firechunk rebuild` does on a fresh machine."""
+def child_env(prefect_home: Path, api_url: str | None = None) -> dict[str, str]:
+    """A Prefect home of the bench's own and no inherited settings. Without `api_url`, each
+    rebuild starts Prefect's temporary local API, as `firechunk rebuild` does on a fresh
+    machine; with it, each rebuild reports to that server."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(
         PREFECT_HOME=str(prefect_home),
@@ -205,7 +230,67 @@ def child_env(prefect_home: Path) -> dict[str, str]:
         PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180",
         PREFECT_LOGGING_LEVEL="WARNING",
     )
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
     return env
+
+
+@contextlib.contextmanager
+def prefect_api(api: str, home: Path) -> Iterator[dict[str, str]]:
+    """The environment the rebuilds run in: with `api` "server", a `prefect server` this
+    bench starts on loopback (its own PREFECT_HOME and database) and stops afterwards."""
+    home.mkdir(parents=True)
+    if api == "temporary":
+        yield child_env(home / "prefect-home")
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    api_url = f"http://127.0.0.1:{port}/api"
+    env = child_env(home / "prefect-home", api_url)
+    server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+    command = [sys.executable, "-m", "prefect", "server", "start"]
+    print(f"starting `prefect server` on 127.0.0.1:{port} ...", flush=True)
+    with (home / "server.log").open("w") as log:
+        server = subprocess.Popen(
+            [*command, "--host", "127.0.0.1", "--port", str(port)],
+            cwd=home,
+            env=server_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its uvicorn and services end with it
+        )
+    try:
+        wait_until_healthy(api_url, server, home / "server.log")
+        yield env
+    finally:
+        stop_server(server)
+
+
+def wait_until_healthy(api_url: str, server: subprocess.Popen, log: Path) -> None:
+    import httpx
+
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"prefect server exited ({server.returncode}):\n{log.read_text()}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.5)
+    stop_server(server)
+    raise SystemExit(f"prefect server not healthy after {SERVER_START_TIMEOUT:.0f} s")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    if server.poll() is not None:
+        return
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=10)
 
 
 def rebuild(crawl: Path, data_dir: Path, run_id: str, workers: int, env: dict) -> None:
@@ -252,7 +337,7 @@ def child(args: argparse.Namespace) -> int:
     return 0
 
 
-def measure(label: str, crawl: Path, data_dir: Path, workers: int, env: dict, pages: int):
+def measure(label: str, crawl: Path, data_dir: Path, workers: int, env: dict, api: str):
     import psutil
 
     started = time.perf_counter()
@@ -298,6 +383,7 @@ def measure(label: str, crawl: Path, data_dir: Path, workers: int, env: dict, pa
     summary = json.loads((run_dir / "validation" / "summary.json").read_text(encoding="utf-8"))
     figures = {
         "run": label,
+        "api": api,
         "pages": report["pages_in"],
         "seconds": round(seconds, 2),
         "other_seconds": round(seconds - phases["flow"], 2),
@@ -317,7 +403,7 @@ def measure(label: str, crawl: Path, data_dir: Path, workers: int, env: dict, pa
         "published": phases["published"],
     }
     print(
-        f"{label}: {seconds:.1f} s, {figures['pages_rechunked']} pages chunked, "
+        f"{label} ({api} API): {seconds:.1f} s, {figures['pages_rechunked']} pages chunked, "
         f"{figures['pages_reused']} reused",
         flush=True,
     )
@@ -334,11 +420,15 @@ def check_changes(data_dir: Path, expected: dict) -> None:
         raise SystemExit(f"changes.json does not match the changes made: {found} != {wanted}")
 
 
-def print_table(runs: list[dict], args: argparse.Namespace) -> None:
+def print_table(runs: list[dict], args: argparse.Namespace, api: str) -> None:
     full, incremental = runs
     mb = 1024**2
     print()
-    print(f"rebuild of {args.pages} pages, {args.workers} workers, {os.cpu_count()} CPUs")
+    where = {"temporary": "Prefect's temporary API", "server": "a running `prefect server`"}
+    print(
+        f"rebuild of {args.pages} pages, {args.workers} workers, {os.cpu_count()} CPUs, "
+        f"on {where[api]}"
+    )
     header = f"{'':13}{'wall s':>8}{'flow s':>8}{'rest s':>8}{'pages/s':>9}"
     header += f"{'peak tree MB':>13}{'largest MB':>11}{'chunked':>8}{'reused':>7}"
     header += f"{'chunks':>7}{'upsert':>7}{'delete':>7}"
@@ -354,7 +444,7 @@ def print_table(runs: list[dict], args: argparse.Namespace) -> None:
     for run in runs:
         print(
             f"  {run['run']}: rest = imports, {run['api_start_seconds']:.1f} s to start "
-            f"Prefect's temporary API, its stop; in the flow: chunk + write "
+            f"or reach the API, the process's exit; in the flow: chunk + write "
             f"{run['chunk_and_write_seconds']:.1f} s, "
             f"validation {run['validation_seconds']:.1f} s; "
             f"{run['duplicate_chunks_dropped']} duplicate chunks dropped; "
