@@ -4,12 +4,13 @@ whole while it fits, oversized code / tables / lists / prose cut along their own
 from __future__ import annotations
 
 import math
+import random
 import re
 
 import pytest
 
 from firechunk.chunker.blocks import CODE, LIST, TABLE, parse_blocks
-from firechunk.chunker.pieces import Budget, fill_text, split_block, split_text
+from firechunk.chunker.pieces import Budget, fill_text, furthest, split_block, split_text
 from tests.chunk_helpers import (
     chunk_one,
     code_lines,
@@ -391,3 +392,47 @@ def test_smaller_limits_are_honoured():
     chunks = chunk_one(markdown, soft=150, hard=200, min_tokens=20).chunks
     assert len(chunks) >= 8
     assert all(c.tokens <= 200 for c in chunks)
+
+
+def test_fence_lines_that_fill_a_chunk_alone_are_cut_as_text():
+    # An unclosed run of 5,000 backticks is a fence line over the hard limit (closed by
+    # the clean-up with another one): no piece could hold its frame, so it is plain text.
+    for markdown in ("`" * 5000, "```" + "x" * 8000 + "\ncode\n```"):
+        chunks = chunk_one(markdown).chunks
+        assert all(chunk.tokens == count(chunk.text) <= 1000 for chunk in chunks)
+        assert "".join("".join(c.text.split()) for c in chunks).startswith("`" * 3)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_furthest_finds_the_last_index_a_monotone_test_holds_for(seed):
+    rng = random.Random(seed)
+    near, far = rng.randrange(0, 50), rng.randrange(0, 50)
+    step = 1 if far >= near else -1
+    span = list(range(near + step, far + step, step))  # candidates, nearest first
+    holds = rng.randrange(0, len(span) + 1)  # the test holds for the first `holds` of them
+    calls: list[int] = []
+
+    def ok(index: int) -> bool:
+        calls.append(index)
+        return span.index(index) < holds
+
+    expected = span[holds - 1] if holds else near
+    assert furthest(near, far, ok) == expected
+    assert near not in calls  # `near` is the answer when nothing holds, never tested
+
+
+@pytest.mark.parametrize("unit", ["word ", "|", "[", "ab_"])
+def test_a_giant_one_line_page_is_cut_without_recounting_it_piece_by_piece(unit):
+    # A 400 kB paragraph (or one "word") used to be cut by recounting the growing piece
+    # at every word, or the rest of the page at every bisection step: minutes per page.
+    text = unit * (400_000 // len(unit))
+    counted: list[int] = []
+
+    def counting(part: str) -> int:
+        counted.append(len(part))
+        return count(part)
+
+    pieces = split_text(text, 0, Budget(1000, 1000), counting)
+    assert "".join(piece.text for piece in pieces).replace(" ", "") == text.replace(" ", "")
+    assert all(piece.tokens <= 1000 for piece in pieces)
+    assert sum(counted) < 40 * len(text)  # characters counted, in all

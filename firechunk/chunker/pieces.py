@@ -75,6 +75,9 @@ def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Count) 
         return count(f"{opener}\n{code}\n{closer}") - frame
 
     body = list(range(block.start + 1, block.end - 1))
+    if not body or frame > budget.rest // 2:  # junk: fence lines that fill a chunk alone
+        text = "\n".join(lines[block.start : block.end])
+        return split_text(text, block.start, budget, count)
     groups = _group_lines(body, lines, lambda i: budget.at(i) - frame, count, prefer_blank=True)
     pieces: list[Piece] = []
     for group in groups:
@@ -285,11 +288,22 @@ def _split_parts(
         return _split_parts(text, level + 1, budget, count, done)
     out: list[tuple[str, int, str]] = []
     current: tuple[int, int, str] | None = None  # the part being filled: start, end, joiner
-    for start, end in spans:
-        if current and count(text[current[0] : end]) <= budget.at(done + len(out)):
-            current = (current[0], end, current[2])
-            continue
+    index = 0
+    while index < len(spans):
+        start, end = spans[index]
+        index += 1
         if current:
+            # The part takes the spans that fit: found by galloping, not span by span,
+            # which recounts the growing part each time (quadratic on a giant paragraph).
+            first, limit = current[0], budget.at(done + len(out))
+            last = furthest(
+                index - 2,
+                len(spans) - 1,
+                lambda j, first=first, limit=limit: count(text[first : spans[j][1]]) <= limit,
+            )
+            if last > index - 2:
+                current, index = (first, spans[last][1], current[2]), last + 1
+                continue
             out.append((text[current[0] : current[1]], current[0], current[2]))
         if count(text[start:end]) <= budget.at(done + len(out)):
             current = (start, end, joiner)
@@ -325,15 +339,13 @@ def _split_chars(text: str, budget: Budget, count: Count, done: int) -> list[tup
     out, position = [], 0
     while position < len(text):
         limit = budget.at(done + len(out))
-        low, high = position + 1, len(text)
-        while low < high:  # the longest prefix within the limit
-            middle = (low + high + 1) // 2
-            if count(text[position:middle]) <= limit:
-                low = middle
-            else:
-                high = middle - 1
-        out.append((text[position:low], position, ""))
-        position = low
+        end = furthest(  # the longest prefix within the limit; at least one character
+            position + 1,
+            len(text),
+            lambda end, position=position, limit=limit: count(text[position:end]) <= limit,
+        )
+        out.append((text[position:end], position, ""))
+        position = end
     return out
 
 
@@ -366,11 +378,11 @@ def fill_text(
     low, high = 0, len(words) - 1  # the words not yet in a piece, both ends included
     while low <= high:
         if from_end:  # the fewest words that still end at `high`: at least one
-            first = _bisect(high, low, lambda i, high=high: fits(i, high))
+            first = furthest(high, low, lambda i, high=high: fits(i, high))
             ranges.insert(0, (first, high))
             high = first - 1
         else:
-            last = _bisect(low, high, lambda j, low=low: fits(low, j))
+            last = furthest(low, high, lambda j, low=low: fits(low, j))
             ranges.append((low, last))
             low = last + 1
     while text_first and len(ranges) > 1:
@@ -400,13 +412,22 @@ def fill_text(
     return pieces
 
 
-def _bisect(near: int, far: int, ok: Callable[[int], bool]) -> int:
+def furthest(near: int, far: int, ok: Callable[[int], bool]) -> int:
     """The index furthest from `near` towards `far` (either direction) for which `ok`
-    holds, assuming it holds up to some point and not beyond; `near` when none does."""
+    holds, assuming it holds up to some point and not beyond; `near` when none does.
+
+    It gallops out from `near` (1, 2, 4, ... steps) and then bisects: the cost follows
+    the answer's distance, not the whole range's. Here `ok` counts the tokens of a text
+    that grows with the index, so trying `far` first would count a giant page whole for
+    every piece cut from it."""
     step = 1 if far >= near else -1
-    good, bad = near, far + step
-    if ok(far):
-        return far
+    good, bad, reach = near, far + step, 1
+    while good != far:
+        probe = near + step * min(reach, abs(far - near))
+        if not ok(probe):
+            bad = probe
+            break
+        good, reach = probe, reach * 2
     while abs(bad - good) > 1:
         middle = (good + bad) // 2
         if ok(middle):
