@@ -22,6 +22,19 @@ def _unicode_only(value: Any) -> Any:
     return value
 
 
+def _title_text(value: Any) -> Any:
+    """Firecrawl sends a list when a page has the same meta tag twice (firecrawl#1071):
+    joined as firecrawl-py joins it, so a replay and a live crawl agree."""
+    if isinstance(value, list):
+        return str(value[0]) if len(value) == 1 else ", ".join(str(item) for item in value)
+    return str(value) if isinstance(value, int | float) else value
+
+
+def _first(value: Any) -> Any:
+    """A single-valued field sent as a list (see `_title_text`): its first value."""
+    return (value[0] if value else None) if isinstance(value, list) else value
+
+
 # Text from a crawl: a string that is valid Unicode.
 CrawlText = Annotated[str, BeforeValidator(_unicode_only)]
 
@@ -31,10 +44,14 @@ class PageMetadata(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    title: CrawlText | None = None
-    source_url: CrawlText | None = Field(default=None, alias="sourceURL")
-    url: CrawlText | None = None
-    status_code: int | None = Field(default=None, alias="statusCode")
+    title: Annotated[CrawlText | None, BeforeValidator(_title_text)] = None
+    source_url: Annotated[CrawlText | None, BeforeValidator(_first)] = Field(
+        default=None, alias="sourceURL"
+    )
+    url: Annotated[CrawlText | None, BeforeValidator(_first)] = None
+    status_code: Annotated[int | None, BeforeValidator(_first)] = Field(
+        default=None, alias="statusCode"
+    )
 
 
 class CrawledPage(BaseModel):
@@ -45,7 +62,9 @@ class CrawledPage(BaseModel):
     # Usually text. Anything else is the chunker's to quarantine ("not-text"), page by
     # page, rather than a reason to reject the whole crawl.
     markdown: Annotated[object, BeforeValidator(_unicode_only)] = None
-    metadata: PageMetadata = Field(default_factory=PageMetadata)
+    metadata: Annotated[PageMetadata, BeforeValidator(lambda value: value or {})] = Field(
+        default_factory=PageMetadata
+    )
 
     @property
     def url(self) -> str:

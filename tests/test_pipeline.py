@@ -304,6 +304,26 @@ def test_markdown_that_is_not_text_in_a_crawl_file_quarantines_that_page_only(tm
     assert {c.metadata.source_url for c in run.chunks} == {f"{BASE}/good"}
 
 
+def test_metadata_sent_as_lists_or_null_is_read_as_firecrawl_py_reads_it(tmp_path):
+    # Firecrawl sends a list when a page repeats a meta tag (firecrawl/firecrawl#1071).
+    pages = [
+        {
+            "markdown": guide(1),
+            "metadata": {"title": ["Auth", "Supabase"], "sourceURL": [f"{BASE}/a", f"{BASE}/b"]},
+        },
+        {"markdown": guide(2), "metadata": {"title": ["Only"], "url": f"{BASE}/c"}},
+        {"markdown": guide(3), "metadata": None},
+    ]
+    path = tmp_path / "crawl.json"
+    path.write_text(json.dumps({"data": pages}))
+    run = chunk_crawl(read_crawl(path))
+    assert [(p.url, p.page_title) for p in run.pages[:2]] == [
+        (f"{BASE}/a", "Auth, Supabase"),
+        (f"{BASE}/c", "Only"),
+    ]
+    assert run.report.pages_chunked == 3 and run.quarantine == []
+
+
 def test_a_few_replacement_characters_do_not_quarantine_a_page():
     markdown = guide(2).replace("now.", "now \ufffd.", 2)
     run = run_markdown(markdown)
