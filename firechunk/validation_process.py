@@ -8,9 +8,10 @@ was idle: profiled on the 1 %-changed 5,000-page rebuild, it was 6 s of a 20 s f
 
 `ValidationProcess` starts a helper process that imports GX at once, while this process
 writes the run, and then runs `firechunk.validation.validate_tables` there: the same
-function, the same suite files and outputs; only the process differs. A process that has
-imported GX already (a test session, a bench running several rebuilds) validates in
-itself, because a helper would only import GX a second time.
+function, the same suite files and outputs; only the process differs. The helper is
+started once per process and kept, like the chunking workers' fork server, so a process
+that runs several rebuilds (a bench, a test session) imports GX once, not once per run.
+A process that has imported GX itself validates in itself: a helper would import it again.
 
 The helper is spawned (a fresh interpreter), not forked: the flow's process runs threads
 and event loops, which a forked child must not inherit, and multiprocessing's fork server
@@ -22,9 +23,9 @@ from __future__ import annotations
 import multiprocessing
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from firechunk.validation import validate_tables
 from schemas.validation import ValidationOutcome
@@ -32,57 +33,46 @@ from schemas.validation import ValidationOutcome
 if TYPE_CHECKING:
     import pandas as pd
 
+_helper: ProcessPoolExecutor | None = None  # this process's helper, once started
+
 
 class ValidationProcess:
-    """Validates a run's tables in a helper process started (and importing GX) at once.
+    """Where a run's tables are validated: the helper process, or this one.
 
-    Use it as a context manager around the writing and the validation; the helper ends
-    after one validation, or when the block ends.
+    Make it as the writing of the run begins: that starts the helper (if this process has
+    none yet), which imports GX while the run is written.
     """
 
     def __init__(self, helper: bool | None = None) -> None:
-        """`helper` None: a helper process only if this process has not imported GX."""
+        """`helper` None: in the helper unless this process has imported GX itself."""
         if helper is None:
             helper = "great_expectations" not in sys.modules
-        self._helper: ProcessPoolExecutor | None = None
+        self.in_helper = helper
         if helper:
-            self._helper = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn")
-            )
-            self._helper.submit(_import_great_expectations)
-
-    @property
-    def in_helper(self) -> bool:
-        """Whether validation runs in the helper process (False: in this one)."""
-        return self._helper is not None
+            _start_helper()
 
     def validate_tables(
         self, tables: dict[str, pd.DataFrame], run_dir: Path, **options: Any
     ) -> ValidationOutcome:
-        """`firechunk.validation.validate_tables`, in the helper if there is one."""
-        if self._helper is None:
+        """`firechunk.validation.validate_tables`, in the helper or in this process."""
+        if not self.in_helper:
             return validate_tables(tables, run_dir, **options)
+        global _helper
         try:
-            return self._helper.submit(validate_tables, tables, run_dir, **options).result()
-        finally:
-            self.close()
+            return _start_helper().submit(validate_tables, tables, run_dir, **options).result()
+        except BrokenProcessPool:
+            _helper = None  # it died (killed, out of memory): the next run starts another
+            raise
 
-    def close(self) -> None:
-        """End the helper; one still importing GX exits when that is done."""
-        if self._helper is not None:
-            self._helper.shutdown(wait=False, cancel_futures=True)
-            self._helper = None
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
+def _start_helper() -> ProcessPoolExecutor:
+    global _helper
+    if _helper is None:
+        _helper = ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn")
+        )
+        _helper.submit(_import_great_expectations)
+    return _helper
 
 
 def _import_great_expectations() -> None:

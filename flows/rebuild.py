@@ -73,11 +73,11 @@ def rebuild(
     # quote(): Prefect would otherwise walk every page and chunk of these looking for
     # futures to wait on (there are none); on thousands of pages that takes seconds.
     # The validator's helper process imports Great Expectations while the run is written.
-    with ValidationProcess() as validator:
-        with timed(seconds, "write"):
-            written, _changes = write_run(quote(chunked))
-        with timed(seconds, "validate + publish"):
-            result = publish_written(start, quote(written), quote(validator))
+    validator = ValidationProcess()
+    with timed(seconds, "write"):
+        written, _changes = write_run(quote(chunked))
+    with timed(seconds, "validate + publish"):
+        result = publish_written(start, quote(written), quote(validator))
     seconds["total"] = sum(seconds.values())
     report_to_dashboard(written.report, seconds, result)
     raise_if_failed(result)

@@ -20,9 +20,9 @@ def verdict(outcome) -> dict:
 def test_the_helper_process_gives_the_same_verdict_and_files(make_run, tmp_path):
     tables = build_tables(make_run(), TokenCounter())
     here = validate_tables(tables, tmp_path / "here", run_id="r")
-    with ValidationProcess(helper=True) as validator:
-        assert validator.in_helper
-        there = validator.validate_tables(tables, tmp_path / "there", run_id="r")
+    validator = ValidationProcess(helper=True)
+    assert validator.in_helper
+    there = validator.validate_tables(tables, tmp_path / "there", run_id="r")
     assert verdict(there) == verdict(here)
     assert there.success is (make_run is clean_run)
     for name in ("summary.json", "data_docs/index.html", "results/chunks.json"):
@@ -32,9 +32,9 @@ def test_the_helper_process_gives_the_same_verdict_and_files(make_run, tmp_path)
 def test_a_process_that_has_imported_gx_validates_in_itself(tmp_path):
     import great_expectations  # noqa: F401  (as a test session or a bench has)
 
-    with ValidationProcess() as validator:
-        assert not validator.in_helper
-        outcome = validator.validate_tables(
-            build_tables(clean_run(), TokenCounter()), tmp_path, run_id="r"
-        )
+    validator = ValidationProcess()
+    assert not validator.in_helper
+    outcome = validator.validate_tables(
+        build_tables(clean_run(), TokenCounter()), tmp_path, run_id="r"
+    )
     assert outcome.success
