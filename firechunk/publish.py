@@ -196,21 +196,43 @@ def switch_latest(data_dir: Path, run_dir: Path) -> Path:
 def format_result(result: PublishResult) -> str:
     """The message the CLI prints: what was published, or which expectations failed."""
     outcome = result.validation
-    checked = (
+    if result.published:
+        return f"Run {result.run_id} published as {result.latest} ({_checked(outcome)})."
+    return "\n".join(
+        [
+            f"Run {result.run_id} FAILED validation ({_checked(outcome)}); "
+            f"{result.latest} left unchanged.",
+            f"The run is kept, marked failed, in {result.run_dir}.",
+            *_failures(outcome, result.run_dir),
+        ]
+    )
+
+
+def format_outcome(outcome: ValidationOutcome, run_dir: Path) -> str:
+    """The message for a run validated but not published (`firechunk chunk --out`)."""
+    if outcome.success:
+        return f"{_checked(outcome)}; outputs in {run_dir}/"
+    return "\n".join(
+        [
+            f"FAILED validation ({_checked(outcome)}); outputs kept, marked failed, in {run_dir}/",
+            *_failures(outcome, run_dir),
+        ]
+    )
+
+
+def _checked(outcome: ValidationOutcome) -> str:
+    return (
         f"{outcome.successful_expectations}/{outcome.evaluated_expectations} expectations "
         f"passed in {outcome.seconds:.1f} s"
     )
-    docs = result.run_dir / outcome.data_docs_index if outcome.data_docs_index else None
-    if result.published:
-        return f"Run {result.run_id} published as {result.latest} ({checked})."
-    lines = [
-        f"Run {result.run_id} FAILED validation ({checked}); {result.latest} left unchanged.",
-        f"The run is kept, marked failed, in {result.run_dir}.",
-    ]
-    lines += [_describe_failure(item) for item in outcome.failed]
-    if docs:
-        lines.append(f"Details: {docs}")
-    return "\n".join(lines)
+
+
+def _failures(outcome: ValidationOutcome, run_dir: Path) -> list[str]:
+    """One line per failed expectation, with counts and examples, and where the details are."""
+    lines = [_describe_failure(item) for item in outcome.failed]
+    if outcome.data_docs_index:
+        lines.append(f"Details: {Path(run_dir) / outcome.data_docs_index}")
+    return lines
 
 
 def _describe_failure(item: ExpectationOutcome) -> str:

@@ -135,3 +135,16 @@ def test_non_utf8_bytes_do_not_abort_the_run(tmp_path: Path):
     assert [(q["url"], q["reason"]) for q in quarantined] == [("https://x.test/junk", "not-utf8")]
     chunks = json.loads((out / "chunks.json").read_text())
     assert {c["metadata"]["sourceUrl"] for c in chunks} == {"https://x.test/good"}
+
+
+def test_a_run_that_fails_validation_with_out_names_each_failed_expectation(tmp_path: Path):
+    # A crawl with no pages (Firecrawl returned nothing): nothing to publish, and the
+    # message says which expectations failed, as a failed publish does.
+    crawl = tmp_path / "crawl.json"
+    crawl.write_text('{"status": "completed", "data": []}')
+    out = tmp_path / "out"
+    result = run_cli("chunk", str(crawl), "--out", str(out))
+    assert result.returncode == 1
+    assert "FAILED validation (21/23 expectations passed" in result.stderr
+    assert "chunks/run_has_chunks" in result.stderr and "pages/run_has_pages" in result.stderr
+    assert json.loads((out / "status.json").read_text())["status"] == "failed"

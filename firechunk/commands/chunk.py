@@ -14,7 +14,7 @@ from firechunk.pipeline import chunk_crawl
 from firechunk.tokens import DEFAULT_ENCODING
 from schemas.report import ChunkRun
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # long paths stay whole in logs
 
 
 def chunk(
@@ -52,7 +52,12 @@ def chunk(
         bar.update(task, completed=len(crawl.data))
     _summary(run)
     console.print("validating with Great Expectations…")
-    from firechunk.publish import build_and_publish, build_and_validate, format_result  # slow: GX
+    from firechunk.publish import (  # slow: imports GX
+        build_and_publish,
+        build_and_validate,
+        format_outcome,
+        format_result,
+    )
 
     if out is None:
         result = build_and_publish(run, data_dir)
@@ -60,10 +65,7 @@ def chunk(
         passed = result.published
     else:
         outcome = build_and_validate(run, out, out.name)
-        console.print(
-            f"{outcome.successful_expectations}/{outcome.evaluated_expectations} "
-            f"expectations passed; outputs in {out}/"
-        )
+        console.print(format_outcome(outcome, out))
         passed = outcome.success
     if not passed:
         raise typer.Exit(code=1)
