@@ -331,3 +331,12 @@ def test_process_workers_fork_from_a_server_that_preloaded_the_chunker(prefect_a
     assert parent != flow_pid  # not forked from the flow's process, with its threads
     assert "multiprocessing.forkserver" in command
     assert all(module in command for module in WORKER_PRELOAD)
+
+
+def test_a_replay_file_that_does_not_exist_is_refused_before_prefect_starts(tmp_path):
+    result = CliRunner().invoke(
+        app, ["rebuild", "--replay", str(tmp_path / "missing.json"), "--data-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
+    assert not (tmp_path / "runs").exists()  # no run was claimed: the flow never started

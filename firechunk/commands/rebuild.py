@@ -27,7 +27,9 @@ def rebuild(
         Path | None,
         typer.Option(
             help="A saved crawl (Firecrawl's result shape, e.g. data/raw/<id>/crawl.json): "
-            "rebuild from it with no network and no API key."
+            "rebuild from it with no network and no API key.",
+            exists=True,  # checked before Prefect starts: a typo costs no API start-up
+            dir_okay=False,
         ),
     ] = None,
     site: Annotated[
