@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
 from firechunk.chunker.overlap import overlap_after
 from firechunk.chunker.page import (
@@ -320,20 +321,41 @@ def _emit_page(page, plan, result: PageChunks, alias_urls, seen, run) -> PageRec
         previous = draft
     run.chunks.extend(kept)
     run.report.warnings.extend(f"{url}: {warning}" for warning in result.warnings)
+    return chunked_record(page, plan, alias_urls, result, [c.metadata.token_count for c in kept])
+
+
+class PageFigures(Protocol):
+    """What a chunked page's record takes from its outcome (`PageChunks`, or the stored
+    outcome an incremental run reads back)."""
+
+    content_hash: str
+    tokens_before: int
+    tokens_after: int
+    headings: list[tuple[int, str, int]]
+
+
+def chunked_record(
+    page: PageInput,
+    plan: AliasPlan,
+    alias_urls: list[str],
+    figures: PageFigures,
+    chunk_tokens: list[int],
+) -> PageRecord:
+    """The `pages.parquet` row of a chunked page, whose kept chunks have `chunk_tokens`."""
     return PageRecord(
         url=page.url,
-        canonical_url=url,
+        canonical_url=plan.canonical[page.index] or page.url,
         page_title=page.title,
         status="chunked",
         aliases=alias_urls,
         raw_hash=plan.raw_hash[page.index],
-        content_hash=result.content_hash,
-        tokens_before_cleanup=result.tokens_before,
-        tokens_after_cleanup=result.tokens_after,
-        chunk_count=len(kept),
-        chunk_tokens=sum(chunk.metadata.token_count for chunk in kept),
+        content_hash=figures.content_hash,
+        tokens_before_cleanup=figures.tokens_before,
+        tokens_after_cleanup=figures.tokens_after,
+        chunk_count=len(chunk_tokens),
+        chunk_tokens=sum(chunk_tokens),
         headings=[
-            HeadingRecord(level=lv, text=title, line=line) for lv, title, line in result.headings
+            HeadingRecord(level=lv, text=title, line=line) for lv, title, line in figures.headings
         ],
     )
 

@@ -33,6 +33,7 @@ from firechunk.pipeline import (
     AliasPlan,
     PageInput,
     alias_record,
+    chunked_record,
     fill_report,
     primaries,
     quarantine_records,
@@ -42,7 +43,6 @@ from schemas.chunk import Chunk
 from schemas.report import (
     ChunkReport,
     DuplicateChunk,
-    HeadingRecord,
     PageRecord,
     QuarantineRecord,
 )
@@ -163,22 +163,7 @@ def _emit_page(
     state.report.warnings.extend(f"{url}: {warning}" for warning in outcome.warnings)
     for rule, tokens in outcome.removed_tokens.items():
         state.removed[rule] = state.removed.get(rule, 0) + tokens
-    return PageRecord(
-        url=page.url,
-        canonical_url=url,
-        page_title=page.title,
-        status="chunked",
-        aliases=alias_urls,
-        raw_hash=plan.raw_hash[page.index],
-        content_hash=outcome.content_hash,
-        tokens_before_cleanup=outcome.tokens_before,
-        tokens_after_cleanup=outcome.tokens_after,
-        chunk_count=len(kept),
-        chunk_tokens=sum(draft.tokens for _, draft in kept),
-        headings=[
-            HeadingRecord(level=lv, text=title, line=line) for lv, title, line in outcome.headings
-        ],
-    )
+    return chunked_record(page, plan, alias_urls, outcome, [draft.tokens for _, draft in kept])
 
 
 def _chunk_row(
