@@ -11,7 +11,8 @@ writes the run, and then runs `firechunk.validation.validate_tables` there: the 
 function, the same suite files and outputs; only the process differs. The helper is
 started once per process and kept, like the chunking workers' fork server, so a process
 that runs several rebuilds (a bench, a test session) imports GX once, not once per run.
-A process that has imported GX itself validates in itself: a helper would import it again.
+A small run (`HELPER_MIN_PAGES`), or one in a process that has imported GX itself,
+validates in its own process: there a helper would cost more than it saves.
 
 The helper is spawned (a fresh interpreter), not forked: the flow's process runs threads
 and event loops, which a forked child must not inherit, and multiprocessing's fork server
@@ -37,23 +38,35 @@ from schemas.validation import ValidationOutcome
 if TYPE_CHECKING:
     import pandas as pd
 
+# A smaller run validates in its own process. Measured on the 2-core machine: a helper is
+# ready 5.5-6.6 s after it starts (pandas, GX and the parent's main module imported in a
+# fresh interpreter), while GX alone imports in 2.9-3.6 s in a process that has Prefect
+# loaded; writing a run takes about 0.7 ms of CPU per page. So the helper only pays off
+# when the writing lasts longer than that difference, from a few thousand pages.
+HELPER_MIN_PAGES = 3000
+
 _helper: ProcessPoolExecutor | None = None  # this process's helper, once started
 
 
 class ValidationProcess:
     """Where a run's tables are validated: the helper process, or this one.
 
-    Make it as the writing of the run begins: that starts the helper (if this process has
-    none yet), which imports GX while the run is written.
+    Make it as the writing of the run begins (`for_run`): that starts the helper if the run
+    needs one and this process has none yet, and the helper imports GX while the run is
+    written.
     """
 
-    def __init__(self, helper: bool | None = None) -> None:
-        """`helper` None: in the helper unless this process has imported GX itself."""
-        if helper is None:
-            helper = "great_expectations" not in sys.modules
+    def __init__(self, helper: bool) -> None:
         self.in_helper = helper
         if helper:
             _start_helper()
+
+    @classmethod
+    def for_run(cls, pages: int) -> ValidationProcess:
+        """The helper if one is running already (its imports are paid), or if the run has
+        `HELPER_MIN_PAGES` pages or more and this process has not imported GX itself."""
+        large = pages >= HELPER_MIN_PAGES and "great_expectations" not in sys.modules
+        return cls(helper=_helper is not None or large)
 
     def validate_tables(
         self, tables: dict[str, pd.DataFrame], run_dir: Path, **options: Any

@@ -72,8 +72,9 @@ def rebuild(
         chunked = chunk_into_store(start, crawl, runner, workers=workers)
     # quote(): Prefect would otherwise walk every page and chunk of these looking for
     # futures to wait on (there are none); on thousands of pages that takes seconds.
-    # The validator's helper process imports Great Expectations while the run is written.
-    validator = ValidationProcess()
+    # A large run's validator starts a helper process that imports Great Expectations
+    # while the run is written.
+    validator = ValidationProcess.for_run(len(crawl.data))
     with timed(seconds, "write"):
         written, _changes = write_run(quote(chunked))
     with timed(seconds, "validate + publish"):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
+from firechunk import validation_process
 from firechunk.tokens import TokenCounter
 from firechunk.validation import validate_tables
-from firechunk.validation_process import ValidationProcess
+from firechunk.validation_process import HELPER_MIN_PAGES, ValidationProcess
 from firechunk.validation_tables import build_tables
 from tests.synthetic_runs import clean_run, missing_h2_run
 
@@ -29,12 +32,32 @@ def test_the_helper_process_gives_the_same_verdict_and_files(make_run, tmp_path)
         assert (tmp_path / "there" / "validation" / name).is_file(), name
 
 
-def test_a_process_that_has_imported_gx_validates_in_itself(tmp_path):
-    import great_expectations  # noqa: F401  (as a test session or a bench has)
+def test_only_a_large_run_starts_a_helper(monkeypatch):
+    monkeypatch.setattr(validation_process, "_helper", None)  # no helper started yet
+    monkeypatch.delitem(sys.modules, "great_expectations", raising=False)  # GX not imported
+    monkeypatch.setattr(validation_process, "_start_helper", lambda: None)  # none started
+    assert not ValidationProcess.for_run(HELPER_MIN_PAGES - 1).in_helper
+    assert ValidationProcess.for_run(HELPER_MIN_PAGES).in_helper
 
-    validator = ValidationProcess()
+
+def test_a_small_run_validates_in_its_own_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(validation_process, "_helper", None)
+    validator = ValidationProcess.for_run(1)
     assert not validator.in_helper
     outcome = validator.validate_tables(
         build_tables(clean_run(), TokenCounter()), tmp_path, run_id="r"
     )
     assert outcome.success
+    assert validation_process._helper is None  # and started no helper
+
+
+def test_a_process_that_has_imported_gx_and_no_helper_validates_in_itself(monkeypatch):
+    import great_expectations  # noqa: F401  (as a test session or a bench has)
+
+    monkeypatch.setattr(validation_process, "_helper", None)
+    assert not ValidationProcess.for_run(HELPER_MIN_PAGES).in_helper
+
+
+def test_a_running_helper_validates_every_run_after(monkeypatch):
+    ValidationProcess(helper=True)  # started: its imports are paid
+    assert ValidationProcess.for_run(1).in_helper
