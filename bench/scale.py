@@ -49,8 +49,6 @@ import json
 import os
 import random
 import re
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -65,7 +63,6 @@ SAMPLE_CRAWL = ROOT / "data" / "sample" / "crawl.json"
 TARGET_FULL_SECONDS = 180.0
 TARGET_PEAK_BYTES = 1.5 * 1024**3
 TARGET_RATIO = 0.10
-SERVER_START_TIMEOUT = 180.0  # a fresh server database migrates first
 
 _SYLLABLES = ["ka", "lo", "mi", "nu", "pe", "ri", "so", "tu", "va", "ze", "bo", "di", "fa", "gu"]
 _LETTER = re.compile(r"[A-Za-z]")
@@ -192,7 +189,7 @@ def build_replays(templates: list[dict], args: argparse.Namespace, work: Path):
     pages = [variant(templates, n) for n in range(args.pages)]
     full = write_crawl(work / "crawl-full.json", pages)
     changed_count = max(1, round(args.pages * args.changed))
-    removed = max(1, changed_count // 10)
+    removed = changed_count // 10  # 5 of 50 at 5,000 pages; none when only one changes
     added = removed
     edited = changed_count - removed - added
     picks = random.Random(6).sample(range(args.pages), edited + removed)
@@ -219,10 +216,10 @@ def write_crawl(path: Path, pages: list[dict]) -> Path:
 # --- running and measuring -----------------------------------------------------------------
 
 
-def child_env(prefect_home: Path, api_url: str | None = None) -> dict[str, str]:
-    """A Prefect home of the bench's own and no inherited settings. Without `api_url`, each
-    rebuild starts Prefect's temporary local API, as `firechunk rebuild` does on a fresh
-    machine; with it, each rebuild reports to that server."""
+def child_env(prefect_home: Path) -> dict[str, str]:
+    """A Prefect home of the bench's own and no inherited settings: each rebuild starts
+    Prefect's temporary local API, as `firechunk rebuild` does on a fresh machine, unless
+    `prefect_api` adds a server's URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(
         PREFECT_HOME=str(prefect_home),
@@ -230,8 +227,6 @@ def child_env(prefect_home: Path, api_url: str | None = None) -> dict[str, str]:
         PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180",
         PREFECT_LOGGING_LEVEL="WARNING",
     )
-    if api_url:
-        env["PREFECT_API_URL"] = api_url
     return env
 
 
@@ -240,57 +235,16 @@ def prefect_api(api: str, home: Path) -> Iterator[dict[str, str]]:
     """The environment the rebuilds run in: with `api` "server", a `prefect server` this
     bench starts on loopback (its own PREFECT_HOME and database) and stops afterwards."""
     home.mkdir(parents=True)
+    env = child_env(home / "prefect-home")
     if api == "temporary":
-        yield child_env(home / "prefect-home")
-        return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    api_url = f"http://127.0.0.1:{port}/api"
-    env = child_env(home / "prefect-home", api_url)
-    server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
-    command = [sys.executable, "-m", "prefect", "server", "start"]
-    print(f"starting `prefect server` on 127.0.0.1:{port} ...", flush=True)
-    with (home / "server.log").open("w") as log:
-        server = subprocess.Popen(
-            [*command, "--host", "127.0.0.1", "--port", str(port)],
-            cwd=home,
-            env=server_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its uvicorn and services end with it
-        )
-    try:
-        wait_until_healthy(api_url, server, home / "server.log")
         yield env
-    finally:
-        stop_server(server)
-
-
-def wait_until_healthy(api_url: str, server: subprocess.Popen, log: Path) -> None:
-    import httpx
-
-    deadline = time.monotonic() + SERVER_START_TIMEOUT
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"prefect server exited ({server.returncode}):\n{log.read_text()}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
-                return
-        time.sleep(0.5)
-    stop_server(server)
-    raise SystemExit(f"prefect server not healthy after {SERVER_START_TIMEOUT:.0f} s")
-
-
-def stop_server(server: subprocess.Popen) -> None:
-    if server.poll() is not None:
         return
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=10)
+    sys.path.insert(0, str(ROOT))  # the tests' helper starts the server as the tests do
+    from tests.prefect_helpers import prefect_server
+
+    print("starting `prefect server` on loopback ...", flush=True)
+    with prefect_server(env, home, home / "server.log") as api_url:
+        yield {**env, "PREFECT_API_URL": api_url}
 
 
 def rebuild(crawl: Path, data_dir: Path, run_id: str, workers: int, env: dict) -> None:

@@ -6,13 +6,20 @@ dashboard would show is read back through the Prefect client, never assumed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import httpx
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     ArtifactFilter,
@@ -42,6 +49,66 @@ def prefect_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(QUIET_PREFECT, PREFECT_HOME=str(home), **extra)
     return env
+
+
+SERVER_START_TIMEOUT = 180.0  # a fresh server database migrates first
+
+
+def prefect_cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "prefect", *args]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def prefect_server(env: dict[str, str], cwd: Path, log: Path) -> Iterator[str]:
+    """A real `prefect server` on a free loopback port, with `env` (its own PREFECT_HOME);
+    yields its API URL once healthy, and stops it and its children on the way out."""
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            prefect_cli("server", "start", "--host", "127.0.0.1", "--port", str(port)),
+            cwd=cwd,
+            env=server_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its uvicorn and services end with it
+        )
+    try:
+        _wait_until_healthy(api_url, server, log)
+        yield api_url
+    finally:
+        stop_process_group(server)
+
+
+def _wait_until_healthy(api_url: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"prefect server exited ({server.returncode}):\n{log.read_text()}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"prefect server not healthy after {SERVER_START_TIMEOUT:.0f} s")
+
+
+def stop_process_group(process: subprocess.Popen | None) -> None:
+    """End a process we started in a session of its own, and everything in that session."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
 
 def chunk_ids(chunks_json: Path) -> list[str]:

@@ -9,15 +9,8 @@ it. Everything is checked through the Prefect client. About a minute on a two-co
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-from pathlib import Path
 
-import httpx
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import StateType
@@ -29,39 +22,17 @@ from tests.prefect_helpers import (
     artifacts_of,
     chunk_ids,
     expected_sample_ids,
+    prefect_cli,
     prefect_env,
+    prefect_server,
+    stop_process_group,
     table_of,
 )
 
 POOL = "firechunk-process"
-SERVER_START_TIMEOUT = 180.0
 WORKER_TIMEOUT = 300.0
 
 pytestmark = pytest.mark.deployment
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def prefect_cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "prefect", *args]
-
-
-def wait_until_healthy(api_url: str, server: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_TIMEOUT
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"prefect server exited ({server.returncode}):\n{log.read_text()}")
-        try:
-            if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"prefect server not healthy after {SERVER_START_TIMEOUT:.0f} s")
 
 
 def run_cli(env: dict[str, str], *args: str, timeout: float = 120) -> str:
@@ -72,67 +43,43 @@ def run_cli(env: dict[str, str], *args: str, timeout: float = 120) -> str:
     return done.stdout
 
 
-def stop(process: subprocess.Popen | None) -> None:
-    """End a process we started and everything in its session (uvicorn, flow runs)."""
-    if process is None or process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
 def test_manual_rebuild_deployment_runs_on_a_process_worker(tmp_path):
     home = tmp_path / "prefect-home"
     home.mkdir()
-    port = free_port()
-    api_url = f"http://127.0.0.1:{port}/api"
-    env = prefect_env(home, PREFECT_API_URL=api_url)
+    env = prefect_env(home)
     data_dir = tmp_path / "data"
-    server_log = tmp_path / "server.log"
-    server = worker = None
+    worker = None
     try:
-        with server_log.open("w") as log:
-            server = subprocess.Popen(
-                prefect_cli("server", "start", "--host", "127.0.0.1", "--port", str(port)),
-                cwd=tmp_path,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        wait_until_healthy(api_url, server, server_log)
-        run_cli(env, "work-pool", "create", POOL, "--type", "process")
-        run_cli(env, "--no-prompt", "deploy", "--all")
+        with prefect_server(env, tmp_path, tmp_path / "server.log") as api_url:
+            env["PREFECT_API_URL"] = api_url
+            run_cli(env, "work-pool", "create", POOL, "--type", "process")
+            run_cli(env, "--no-prompt", "deploy", "--all")
 
-        with temporary_settings({PREFECT_API_URL: api_url, PREFECT_HOME: home}):
-            with get_client(sync_client=True) as client:
-                manual = client.read_deployment_by_name("rebuild/manual-rebuild")
-                flow_run = client.create_flow_run_from_deployment(
-                    manual.id,
-                    parameters={"replay": str(SAMPLE_CRAWL), "data_dir": str(data_dir)},
+            with temporary_settings({PREFECT_API_URL: api_url, PREFECT_HOME: home}):
+                with get_client(sync_client=True) as client:
+                    manual = client.read_deployment_by_name("rebuild/manual-rebuild")
+                    flow_run = client.create_flow_run_from_deployment(
+                        manual.id,
+                        parameters={"replay": str(SAMPLE_CRAWL), "data_dir": str(data_dir)},
+                    )
+                worker = subprocess.Popen(
+                    prefect_cli("worker", "start", "--pool", POOL, "--run-once"),
+                    cwd=tmp_path,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    start_new_session=True,
                 )
-            worker = subprocess.Popen(
-                prefect_cli("worker", "start", "--pool", POOL, "--run-once"),
-                cwd=tmp_path,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                start_new_session=True,
-            )
-            worker_output, _ = worker.communicate(timeout=WORKER_TIMEOUT)
+                worker_output, _ = worker.communicate(timeout=WORKER_TIMEOUT)
 
-            with get_client(sync_client=True) as client:
-                finished = client.read_flow_run(flow_run.id)
-                nightly = client.read_deployment_by_name("rebuild/supabase-nightly")
-                manual = client.read_deployment_by_name("rebuild/manual-rebuild")
-            artifacts = artifacts_of(flow_run.id)
+                with get_client(sync_client=True) as client:
+                    finished = client.read_flow_run(flow_run.id)
+                    nightly = client.read_deployment_by_name("rebuild/supabase-nightly")
+                    manual = client.read_deployment_by_name("rebuild/manual-rebuild")
+                artifacts = artifacts_of(flow_run.id)
     finally:
-        stop(worker)
-        stop(server)
+        stop_process_group(worker)
 
     assert finished.state_type == StateType.COMPLETED, worker_output[-3000:]
     assert "replay of crawl.json" in finished.name
