@@ -12,6 +12,7 @@ never touches it.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 RUNS_DIR = "runs"
 LATEST = "latest"
 STATUS_JSON = "status.json"
+PUBLISH_LOCK = ".publish.lock"
 _RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
 
 
@@ -113,19 +115,68 @@ def record_verdict(run_dir: Path, run_id: str, outcome: ValidationOutcome) -> Pa
     )
 
 
+# `publish_if_passed`'s default: publish over whatever run `latest` points at.
+ANY_BASELINE = object()
+
+
 def publish_if_passed(
-    data_dir: Path, run_id: str, run_dir: Path, outcome: ValidationOutcome
+    data_dir: Path,
+    run_id: str,
+    run_dir: Path,
+    outcome: ValidationOutcome,
+    *,
+    baseline_id: str | None | object = ANY_BASELINE,
 ) -> PublishResult:
-    """Switch `latest` to the run only if its validation passed."""
+    """Switch `latest` to the run only if its validation passed.
+
+    A rebuild's `changes.json` is relative to the run `latest` pointed at when it started
+    (`baseline_id`, None for no run). If another run was published meanwhile (a manual
+    rebuild beside the nightly one), publishing this one would hand the database a change
+    set for a state it no longer has: the run is kept, marked superseded, not published.
+    Check and switch happen under one lock, so two runs finishing together cannot both
+    pass the check.
+    """
+    superseded_by = None
     if outcome.success:
-        switch_latest(data_dir, run_dir)
+        with _publish_lock(data_dir):
+            current = last_good_run(data_dir)
+            current_id = current[0] if current else None
+            if baseline_id is not ANY_BASELINE and current_id != baseline_id:
+                superseded_by = current_id
+            else:
+                switch_latest(data_dir, run_dir)
+    if superseded_by is not None:
+        write_status(
+            run_dir,
+            RunStatus(
+                run_id=run_id,
+                status="superseded",
+                evaluated_expectations=outcome.evaluated_expectations,
+                error=f"latest moved to run {superseded_by} while this run ran "
+                f"(its changes are relative to run {baseline_id})",
+            ),
+        )
     return PublishResult(
         run_id=run_id,
         run_dir=run_dir,
-        published=outcome.success,
+        published=outcome.success and superseded_by is None,
         latest=data_dir / LATEST,
         validation=outcome,
+        superseded_by=superseded_by,
     )
+
+
+@contextmanager
+def _publish_lock(data_dir: Path) -> Iterator[None]:
+    """An exclusive lock on publishing into `data_dir`; the OS drops it if the process dies."""
+    lock = Path(data_dir) / RUNS_DIR / PUBLISH_LOCK  # beside the runs, out of sight
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # held for a few milliseconds: wait for it
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def last_good_run(data_dir: Path) -> tuple[str, Path] | None:
@@ -198,6 +249,13 @@ def format_result(result: PublishResult) -> str:
     outcome = result.validation
     if result.published:
         return f"Run {result.run_id} published as {result.latest} ({_checked(outcome)})."
+    if result.superseded_by is not None:
+        return (
+            f"Run {result.run_id} passed ({_checked(outcome)}) but was NOT published: "
+            f"{result.latest} moved to run {result.superseded_by} while it ran, and its "
+            f"changes.json is relative to the run before. It is kept, marked superseded, in "
+            f"{result.run_dir}. Rebuild again to get changes relative to the current run."
+        )
     return "\n".join(
         [
             f"Run {result.run_id} FAILED validation ({_checked(outcome)}); "

@@ -166,7 +166,10 @@ def publish_stage(
     outcome = validate_written_run(
         tables, start.run_dir, start.run_id, started=started, validator=validator
     )
-    return publish_if_passed(start.data_dir, start.run_id, start.run_dir, outcome)
+    baseline_id = start.baseline[0] if start.baseline else None
+    return publish_if_passed(
+        start.data_dir, start.run_id, start.run_dir, outcome, baseline_id=baseline_id
+    )
 
 
 def rebuild_here(
@@ -181,12 +184,27 @@ def rebuild_here(
     """Every stage in this process, batches one after another."""
     options = options or ChunkerOptions()
     start = start_run(data_dir, run_id, full=full)
+    chunked = chunk_stage(
+        start,
+        crawl,
+        in_this_process(encoding, options),
+        workers=1,
+        encoding=encoding,
+        options=options,
+    )
+    written, changes = write_stage(chunked)
+    return publish_stage(start, written), changes
+
+
+def in_this_process(
+    encoding: str = DEFAULT_ENCODING, options: ChunkerOptions | None = None
+) -> MapBatches:
+    """The `MapBatches` that chunks the batches one after another, in this process."""
+    options = options or ChunkerOptions()
 
     def map_here(
         batches: list[list[PageInput]], _reuse: ReusePlan
     ) -> Iterable[list[StoredOutcome]]:
         return (chunk_for_store(batch, encoding, options) for batch in batches)
 
-    chunked = chunk_stage(start, crawl, map_here, workers=1, encoding=encoding, options=options)
-    written, changes = write_stage(chunked)
-    return publish_stage(start, written), changes
+    return map_here

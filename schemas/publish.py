@@ -10,7 +10,9 @@ from pydantic import BaseModel, Field
 
 from schemas.validation import ValidationOutcome
 
-RunState = Literal["passed", "failed"]
+# "superseded": passed, but `latest` moved to another run while it ran, so its change set
+# (relative to the run latest pointed at when it started) was not published.
+RunState = Literal["passed", "failed", "superseded"]
 
 
 class RunStatus(BaseModel):
@@ -40,3 +42,8 @@ class PublishResult(BaseModel):
     published: bool
     latest: Path = Field(description="The `latest` link; it points at this run only if published.")
     validation: ValidationOutcome
+    superseded_by: str | None = Field(
+        default=None,
+        description="Set when the run passed but was not published: the run `latest` moved "
+        "to while this one ran.",
+    )

@@ -20,8 +20,9 @@ from schemas.publish import PublishResult
 from schemas.report import ChunkRun
 
 
-class ValidationFailed(RuntimeError):
-    """The run failed validation: it is kept in runs/, marked failed, and was not published."""
+class RunNotPublished(RuntimeError):
+    """The run failed validation, or `latest` moved to another run while it ran: it is kept
+    in runs/, marked failed or superseded, and was not published."""
 
 
 @task(name="validate-publish", cache_policy=NO_CACHE)
@@ -52,6 +53,6 @@ def _log(result: PublishResult) -> None:
 
 
 def raise_if_failed(result: PublishResult) -> None:
-    """Fail the flow run on a failed validation, with the message that names what failed."""
+    """Fail the flow run when the run was not published, with the message that says why."""
     if not result.published:
-        raise ValidationFailed(format_result(result))
+        raise RunNotPublished(format_result(result))

@@ -25,7 +25,15 @@ from firechunk.chunker.split import Limits
 from firechunk.crawlfile import read_crawl
 from firechunk.incremental import STATE_FILE, plan_reuse
 from firechunk.pipeline import AliasPlan, chunk_crawl, page_inputs
-from firechunk.rebuild import rebuild_here
+from firechunk.publish import format_result
+from firechunk.rebuild import (
+    chunk_stage,
+    in_this_process,
+    publish_stage,
+    rebuild_here,
+    start_run,
+    write_stage,
+)
 from schemas.page import CrawlResult
 from tests.corpus import CORPUS_FILES, needs_corpus
 from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of, task_runs_of
@@ -294,6 +302,31 @@ def test_a_failed_validation_leaves_latest_and_its_state_alone(data_dir):
     _, changes = rebuild_here(sample(), data_dir, "night-3")
     assert changes.baseline == "night-1" and changes.empty
     assert changes.pages_reused == 11
+
+
+def test_a_run_overtaken_by_another_publish_is_kept_superseded_not_published(data_dir):
+    # A manual rebuild starts while the nightly runs; the nightly publishes first. The
+    # manual run's changes.json is relative to night-1, which the database no longer
+    # holds: publishing it would leave the database wrong. It is kept, not published.
+    manual = start_run(data_dir, "manual")
+    nightly, _ = rebuild_here(edited(sample(), ARCHITECTURE, "a", "A"), data_dir, "nightly")
+    assert nightly.published
+
+    chunked = chunk_stage(manual, sample(), in_this_process(), workers=1)
+    written, changes = write_stage(chunked)
+    result = publish_stage(manual, written)
+
+    assert changes.baseline == "night-1"
+    assert result.validation.success and not result.published
+    assert result.superseded_by == "nightly"
+    assert os.readlink(data_dir / "latest") == "runs/nightly"
+    status = json.loads((data_dir / "runs" / "manual" / "status.json").read_text())
+    assert status["status"] == "superseded" and "nightly" in status["error"]
+    assert "NOT published" in format_result(result) and "nightly" in format_result(result)
+
+    # The next run is relative to the run that was published.
+    _, after = rebuild_here(sample(), data_dir, "next")
+    assert after.baseline == "nightly"
 
 
 def test_a_baseline_without_stored_outcomes_is_rechunked_and_diffed_by_id(tmp_path):

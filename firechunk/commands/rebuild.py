@@ -90,7 +90,7 @@ def rebuild(
     from firechunk.crawl import CrawlError
     from firechunk.crawlfile import CrawlFileError
     from flows.rebuild import rebuild as rebuild_flow
-    from tasks.publish import ValidationFailed
+    from tasks.publish import RunNotPublished
 
     parameters = {
         "site_url": site,
@@ -110,7 +110,7 @@ def rebuild(
     }
     try:
         result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})
-    except ValidationFailed as failed:
+    except RunNotPublished as failed:
         typer.echo(str(failed), err=True)
         raise typer.Exit(code=1) from None
     except (CrawlError, CrawlFileError) as error:
