@@ -59,8 +59,16 @@ def _server(**options) -> FakeFirecrawl:
     return FakeFirecrawl(PAGES, api_key=CANARY_KEY, page_size=SIZE, **options)
 
 
-def _crawl(server, data_dir, version="v2", recrawl=False, **changes):
+def _crawl(server, data_dir, version="v2", recrawl=False, on_line=None, **changes):
+    """Run the crawl against `server`; its progress lines are returned, and each is also
+    handed to `on_line` as it comes (a test acts on the server mid-crawl there)."""
     lines: list[str] = []
+
+    def report(line: str) -> None:
+        lines.append(line)
+        if on_line is not None:
+            on_line(line)
+
     outcome = run_crawl(
         TARGET,
         api_key=CANARY_KEY,
@@ -68,7 +76,7 @@ def _crawl(server, data_dir, version="v2", recrawl=False, **changes):
         settings=fast_settings(server.base_url, version, **changes),
         name=NAME,
         recrawl=recrawl,
-        report=lines.append,
+        report=report,
     )
     return outcome, lines
 
@@ -214,14 +222,7 @@ def test_job_expired_while_polling_says_so_and_recrawl_starts_anew(tmp_path):
                 server.expire(next(iter(server.jobs)))
 
         with pytest.raises(JobNotFoundError, match="no longer knows job .* 404.*--recrawl"):
-            run_crawl(
-                TARGET,
-                api_key=CANARY_KEY,
-                data_dir=tmp_path,
-                settings=fast_settings(server.base_url),
-                name=NAME,
-                report=expire_on_second_poll,
-            )
+            _crawl(server, tmp_path, on_line=expire_on_second_poll)
         state = read_state(tmp_path, NAME)
         assert state.status == "expired" and "24 h" in state.error
 
@@ -243,14 +244,7 @@ def test_job_expired_while_downloading_keeps_the_pages_saved(tmp_path):
                 server.expire(next(iter(server.jobs)))
 
         with pytest.raises(JobNotFoundError, match=f"The {SIZE} pages saved so far are kept"):
-            run_crawl(
-                TARGET,
-                api_key=CANARY_KEY,
-                data_dir=tmp_path,
-                settings=fast_settings(server.base_url),
-                name=NAME,
-                report=expire_after_first_batch,
-            )
+            _crawl(server, tmp_path, on_line=expire_after_first_batch)
     state = read_state(tmp_path, NAME)
     assert state.status == "expired"
     assert urls_of(read_pages(tmp_path / "raw" / state.job_id / "pages.jsonl")) == urls_of(
