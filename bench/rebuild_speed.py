@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from firechunk.atomic import write_json
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus"
 TARGET = 1.6
@@ -63,8 +65,7 @@ def main() -> int:
         results = measure(crawl_file, work / "data", args.repeat, args.task_runner)
     print_table(results, args.repeat, args.task_runner, args.pages)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, results)
     return 0
 
 

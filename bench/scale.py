@@ -57,6 +57,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from firechunk.atomic import write_json
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus"
 SAMPLE_CRAWL = ROOT / "data" / "sample" / "crawl.json"
@@ -105,8 +107,7 @@ def main() -> int:
     for api in apis:
         print_table([run for run in runs if run["api"] == api], args, api)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, runs)
     return 0
 
 
