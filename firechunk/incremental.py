@@ -149,18 +149,12 @@ def _stored(outcome: PageOutcome, counter: TokenCounter) -> StoredOutcome:
 
 
 def _stored_draft(draft: DraftChunk, counter: TokenCounter) -> StoredDraft:
-    text = draft.text
+    """The draft as it is, with what its text tells added."""
     return StoredDraft(
-        text=text,
-        tokens=draft.tokens,
-        h1=draft.h1,
-        h2=draft.h2,
-        breadcrumb=list(draft.breadcrumb),
-        source_lines=tuple(draft.source_lines),
-        recount=counter.count(text),
-        text_hash=content_hash(text),
-        heading_lines=sorted(heading_lines(text)),
-        overlap=draft.overlap,
+        **vars(draft),
+        recount=counter.count(draft.text),
+        text_hash=content_hash(draft.text),
+        heading_lines=sorted(heading_lines(draft.text)),
     )
 
 
