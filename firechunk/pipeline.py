@@ -228,10 +228,7 @@ def assemble(
         return None if chunks is None else chunks.content_hash
 
     primary_of = primaries(inputs, plan, content_of)
-    aliases: dict[int, list[int]] = {}
-    for i, primary in primary_of.items():
-        if i != primary:
-            aliases.setdefault(primary, []).append(i)
+    alias_urls = alias_urls_of(inputs, plan, primary_of)
     run = ChunkRun(report=ChunkReport(pages_in=len(inputs), encoding=encoding))
     seen: dict[str, str] = {}  # normalised chunk text hash -> chunk id
     records: dict[int, PageRecord] = {}
@@ -241,8 +238,7 @@ def assemble(
         if outcome.chunks is None:
             records[i] = _quarantine(page, plan, outcome, run)
         elif primary_of[i] == i:
-            alias_urls = _alias_urls(plan.canonical[i], [inputs[a].url for a in aliases.get(i, [])])
-            records[i] = _emit_page(page, plan, outcome.chunks, alias_urls, seen, run)
+            records[i] = _emit_page(page, plan, outcome.chunks, alias_urls[i], seen, run)
     for page in inputs:
         i = page.index
         if i not in records:
@@ -253,9 +249,19 @@ def assemble(
     return run
 
 
-def _alias_urls(canonical: str, urls: list[str]) -> list[str]:
-    """Other URLs that returned the page, as crawled, without repeats or the page's own."""
-    return sorted({url for url in urls if url and url != canonical})
+def alias_urls_of(
+    inputs: list[PageInput], plan: AliasPlan, primary_of: dict[int, int]
+) -> dict[int, list[str]]:
+    """For each primary page, the other URLs that returned it, as crawled, each once and
+    without the page's own."""
+    others: dict[int, set[str]] = {}
+    for i, primary in primary_of.items():
+        if i != primary:
+            others.setdefault(primary, set()).add(inputs[i].url)
+    return {
+        i: sorted(url for url in others.get(i, ()) if url and url != plan.canonical[i])
+        for i in primary_of
+    }
 
 
 def primaries(

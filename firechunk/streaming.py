@@ -33,6 +33,7 @@ from firechunk.pipeline import (
     AliasPlan,
     PageInput,
     alias_record,
+    alias_urls_of,
     chunked_record,
     fill_report,
     primaries,
@@ -92,7 +93,7 @@ def assemble_and_write(
     outcome_key = {page.index: keys[plan.same_as.get(page.index, page.index)] for page in inputs}
     content = store.content_hashes()
     primary_of = primaries(inputs, plan, lambda i: content[outcome_key[i]])
-    alias_urls = _alias_urls_of(inputs, plan, primary_of)
+    alias_urls = alias_urls_of(inputs, plan, primary_of)
     report = ChunkReport(pages_in=len(inputs), encoding=encoding)
     records: dict[int, PageRecord] = {}
     with ChunkFileWriter(run_dir) as writer:
@@ -120,18 +121,6 @@ def assemble_and_write(
     write_json(run_dir / REPORT_JSON, report.model_dump(mode="json"))
     store.put_chunk_rows(state.chunk_rows.items())
     return WrittenRun(run_dir, report, pages, state.facts, state.chunk_rows)
-
-
-def _alias_urls_of(inputs, plan: AliasPlan, primary_of) -> dict[int, list[str]]:
-    """For each primary page, the other URLs that returned it, as crawled, each once."""
-    others: dict[int, set[str]] = {}
-    for i, primary in primary_of.items():
-        if i != primary:
-            others.setdefault(primary, set()).add(inputs[i].url)
-    return {
-        i: sorted(url for url in others.get(i, ()) if url and url != plan.canonical[i])
-        for i in primary_of
-    }
 
 
 def _emit_page(
