@@ -153,10 +153,11 @@ MIN_CHARS_PER_WORKER = 100_000
 
 def useful_workers(pages: list[PageInput], workers: int) -> int:
     """How many of `workers` processes are worth starting for these pages (at least 1)."""
-    return max(1, min(workers, _chars(pages) // MIN_CHARS_PER_WORKER))
+    return max(1, min(workers, characters(pages) // MIN_CHARS_PER_WORKER))
 
 
-def _chars(pages: list[PageInput]) -> int:
+def characters(pages: list[PageInput]) -> int:
+    """The pages' markdown size, what batches and worker counts are sized by."""
     return sum(_size(page) for page in pages)
 
 
@@ -168,7 +169,7 @@ def make_batches(
     pages: list[PageInput], workers: int, per_worker: int = 4
 ) -> Iterator[list[PageInput]]:
     """Batches of about equal characters, a few per worker so the pool stays balanced."""
-    target = max(1, _chars(pages) // max(1, workers * per_worker))
+    target = max(1, characters(pages) // max(1, workers * per_worker))
     batch: list[PageInput] = []
     size = 0
     for page in pages:

@@ -31,6 +31,7 @@ from firechunk.pipeline import (
     PageInput,
     PageOutcome,
     assemble,
+    characters,
     chunk_batch,
     make_batches,
     page_inputs,
@@ -157,7 +158,7 @@ def chunk_into_store(
         )
         if not pages:
             return
-        if reuse.pages_reused and _characters(pages) < INLINE_CHARS:
+        if reuse.pages_reused and characters(pages) < INLINE_CHARS:
             logger.info("chunking %d pages in this process (too few to start workers)", len(pages))
             yield chunk_pages_for_store(pages, encoding, options)
             update_progress_artifact(progress_id, progress=100.0)
@@ -196,10 +197,6 @@ def chunk_into_store(
         len(reuse.fresh),
     )
     return chunked
-
-
-def _characters(pages: list[PageInput]) -> int:
-    return sum(len(page.markdown) if isinstance(page.markdown, str) else 0 for page in pages)
 
 
 @task(name="save-chunk-run", cache_policy=NO_CACHE)
