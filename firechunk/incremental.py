@@ -106,6 +106,11 @@ class StoredOutcome:
         """zlib-compressed JSON (orjson: thousands of pages are read back on every run)."""
         return zlib.compress(orjson.dumps(self), 1)
 
+    def packed(self) -> PackedOutcome:
+        return PackedOutcome(
+            self.index, self.content_hash if self.chunked else None, self.to_payload()
+        )
+
     @classmethod
     def from_payload(cls, index: int, payload: bytes) -> StoredOutcome:
         """The outcome stored as `payload`, for the page at `index` of this run's crawl."""
@@ -118,16 +123,28 @@ class StoredOutcome:
         return cls(**data)
 
 
+@dataclass(frozen=True)
+class PackedOutcome:
+    """A page's outcome as the store keeps it: what the alias planning reads (the content
+    hash, None for a quarantined page) and the payload (`StoredOutcome.to_payload`)."""
+
+    index: int  # the page's position in the crawl it was chunked from
+    content_hash: str | None
+    payload: bytes
+
+
 def chunk_for_store(
     batch: list[PageInput], encoding: str, options: ChunkerOptions
-) -> list[StoredOutcome]:
-    """Chunk a batch of pages (`pipeline.chunk_batch`) and add what each draft's text tells.
+) -> list[PackedOutcome]:
+    """Chunk a batch of pages (`pipeline.chunk_batch`), add what each draft's text tells and
+    pack each outcome for the store.
 
-    Runs in a worker process: the recounts and overlaps are the bulk of the work after
-    chunking itself, and done here they are done in parallel, and only once per page text.
+    Runs in a worker process: the recounts, overlaps and compression are the bulk of the
+    work after chunking itself, and done here they are done in parallel, once per page
+    text, and not in the flow's process while it writes the run.
     """
     counter = TokenCounter(encoding)
-    return [_stored(outcome, counter) for outcome in chunk_batch(batch, encoding, options)]
+    return [_stored(outcome, counter).packed() for outcome in chunk_batch(batch, encoding, options)]
 
 
 def _stored(outcome: PageOutcome, counter: TokenCounter) -> StoredOutcome:
@@ -189,10 +206,10 @@ class OutcomeStore:
         )
         return store
 
-    def put(self, key: str, outcome: StoredOutcome) -> None:
+    def put(self, key: str, outcome: PackedOutcome) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?)",
-            (key, outcome.content_hash if outcome.chunked else None, outcome.to_payload()),
+            (key, outcome.content_hash, outcome.payload),
         )
 
     def get(self, key: str, index: int) -> StoredOutcome:

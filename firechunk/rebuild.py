@@ -30,8 +30,8 @@ from firechunk.chunker.page import ChunkerOptions
 from firechunk.incremental import (
     STATE_FILE,
     OutcomeStore,
+    PackedOutcome,
     ReusePlan,
-    StoredOutcome,
     chunk_for_store,
     plan_reuse,
 )
@@ -54,7 +54,7 @@ from schemas.publish import PublishResult
 
 # Chunk these batches (the pages the reuse plan left to chunk) and yield each batch's
 # outcomes, in any order.
-MapBatches = Callable[[list[list[PageInput]], ReusePlan], Iterable[list[StoredOutcome]]]
+MapBatches = Callable[[list[list[PageInput]], ReusePlan], Iterable[list[PackedOutcome]]]
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def in_this_process(
 
     def map_here(
         batches: list[list[PageInput]], _reuse: ReusePlan
-    ) -> Iterable[list[StoredOutcome]]:
+    ) -> Iterable[list[PackedOutcome]]:
         return (chunk_for_store(batch, encoding, options) for batch in batches)
 
     return map_here

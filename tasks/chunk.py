@@ -25,7 +25,7 @@ from prefect.task_runners import TaskRunner
 
 from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
-from firechunk.incremental import ReusePlan, StoredOutcome, chunk_for_store
+from firechunk.incremental import PackedOutcome, ReusePlan, chunk_for_store
 from firechunk.pipeline import (
     AliasPlan,
     PageInput,
@@ -121,7 +121,7 @@ def chunk_in_parallel(
 @task(name="chunk-pages", cache_policy=NO_CACHE)
 def chunk_pages_for_store(
     batch: list[PageInput], encoding: str, options: ChunkerOptions
-) -> list[StoredOutcome]:
+) -> list[PackedOutcome]:
     """Chunk one batch of pages, with what the store keeps of each (recounts, overlaps)."""
     return chunk_for_store(batch, encoding, options)
 
