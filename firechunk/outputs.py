@@ -115,19 +115,24 @@ class ChunkFileWriter:
         traceback: TracebackType | None,
     ) -> None:
         if error is None:
-            try:
-                self._flush()
-                self._json.write(b"\n]\n")
-                self._parquet.close()
-            except BaseException as failure:
-                self._abandon(failure)
-                raise
-            self._stack.close()  # both files complete: rename them into place
+            self.close()
         else:
-            self._abandon(error)
+            self.abandon(error)
 
-    def _abandon(self, error: BaseException) -> None:
+    def close(self) -> None:
+        """Finish both files and move them into place."""
+        try:
+            self._flush()
+            self._json.write(b"\n]\n")
+            self._parquet.close()
+        except BaseException as failure:
+            self.abandon(failure)
+            raise
+        self._stack.close()  # both files complete: rename them into place
+
+    def abandon(self, error: BaseException | None = None) -> None:
         """Close everything and leave neither file behind."""
+        error = error or RuntimeError("the chunk files were abandoned")
         with suppress(Exception):  # the write already failed; that error is the one to report
             self._parquet.close()
         self._stack.__exit__(type(error), error, error.__traceback__)

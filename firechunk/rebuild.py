@@ -3,8 +3,8 @@
     start    claim data/runs/<run-id>/, find the baseline (the run data/latest points at)
     chunk    plan aliases, key every page, copy the outcomes the baseline has into the
              run's store, chunk the other pages batch by batch (`map_batches`), store them
-    write    assemble from the store in crawl order and write the run's files as it goes
-             (`firechunk.streaming`), then `changes.json` against the baseline
+    write    the rows were written in crawl order as outcomes came in (`firechunk.streaming`);
+             finish the run's files, then `changes.json` against the baseline
     publish  validate with the suites, publish as data/latest only if every one passed
 
 The Prefect flow (`flows/rebuild.py`) runs these stages as tasks and maps the batches on
@@ -44,7 +44,7 @@ from firechunk.publish import (
     publish_if_passed,
     validate_written_run,
 )
-from firechunk.streaming import WrittenRun, assemble_and_write
+from firechunk.streaming import RunWriter, WrittenRun
 from firechunk.tokens import DEFAULT_ENCODING
 from firechunk.validation_process import ValidationProcess
 from firechunk.validation_tables import tables_from_facts
@@ -75,15 +75,16 @@ class RunStart:
 
 @dataclass
 class ChunkedRun:
-    """The chunk stage's hand-over: the plan, and the run's store holding every outcome."""
+    """The chunk stage's hand-over: the plan, the run's store holding every outcome, and
+    the writer that has written the run's rows as far as the outcomes allowed."""
 
     start: RunStart
     inputs: list[PageInput]
     plan: AliasPlan
     reuse: ReusePlan
     store: OutcomeStore
+    writer: RunWriter
     encoding: str
-    started: float
 
 
 def start_run(data_dir: Path, run_id: str | None = None, *, full: bool = False) -> RunStart:
@@ -103,7 +104,11 @@ def chunk_stage(
     encoding: str = DEFAULT_ENCODING,
     options: ChunkerOptions | None = None,
 ) -> ChunkedRun:
-    """Reuse what the baseline has, chunk the rest; every outcome ends up in the run's store."""
+    """Reuse what the baseline has, chunk the rest; every outcome ends up in the run's store.
+
+    The run's rows are written as the outcomes come in (`RunWriter`), so in a process that
+    waits for its chunking workers the writing is done while they chunk.
+    """
     started = time.perf_counter()
     options = options or ChunkerOptions()
     with failure_recorded(start.run_dir, start.run_id):
@@ -111,33 +116,33 @@ def chunk_stage(
         plan = AliasPlan.from_inputs(inputs)
         reuse = plan_reuse(plan, encoding, options, start.baseline_state)
         store = OutcomeStore.create(start.run_dir / STATE_FILE, encoding=encoding)
+        writer = None
         try:
             if reuse.reused:
                 store.copy_from(start.baseline_state, reuse.reused)
+            writer = RunWriter(
+                inputs, plan, reuse.keys, store, start.run_dir, encoding=encoding, started=started
+            )
+            writer.add(store.content_hashes())
             batches = list(make_batches(reuse.fresh, workers)) if reuse.fresh else []
             for outcomes in map_batches(batches, reuse):
                 for outcome in outcomes:
                     store.put(reuse.keys[outcome.index], outcome)
+                writer.add({reuse.keys[o.index]: o.content_hash for o in outcomes})
         except BaseException:
+            if writer is not None:
+                writer.abandon()
             store.discard()
             raise
-    return ChunkedRun(start, inputs, plan, reuse, store, encoding, started)
+    return ChunkedRun(start, inputs, plan, reuse, store, writer, encoding)
 
 
 def write_stage(chunked: ChunkedRun) -> tuple[WrittenRun, ChangeSet]:
-    """Write the run's files and `changes.json`; close the run's store."""
+    """Finish the run's files, write `changes.json`; close the run's store."""
     start = chunked.start
     with failure_recorded(start.run_dir, start.run_id):
         try:
-            written = assemble_and_write(
-                chunked.inputs,
-                chunked.plan,
-                chunked.reuse.keys,
-                chunked.store,
-                start.run_dir,
-                encoding=chunked.encoding,
-                started=chunked.started,
-            )
+            written = chunked.writer.finish()
         except BaseException:
             chunked.store.discard()
             raise

@@ -1,9 +1,10 @@
 """Assemble a run from stored page outcomes and write its files as it goes.
 
-The rebuild's second pass. The first (`tasks.chunk.chunk_into_store`) put every chunked
-page's outcome into the run's `OutcomeStore`, fresh or reused from the last good run. Here
-the pages are walked in crawl order, one outcome at a time, and each page's chunks are
-written to `chunks.parquet` / `chunks.json` as soon as they are made. What stays in memory
+The chunk stage (`firechunk.rebuild.chunk_stage`) puts every page's outcome into the run's
+`OutcomeStore`, fresh from a worker or reused from the last good run, and tells the
+`RunWriter`, which walks the pages in crawl order as far as their outcomes are in, and
+writes each page's chunks to `chunks.parquet` / `chunks.json` at once: the writing is done
+while the workers chunk. What stays in memory
 is what the run needs globally and is small: each chunk's normalised-text hash (to drop
 repeats) and its `ChunkFacts` (what validation checks, without the text), each page's
 record, and the report's figures. Memory for chunk text is one page at a time plus one
@@ -19,6 +20,7 @@ give the same chunks, pages and report.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -74,53 +76,150 @@ class _Assembly:
     quarantine: list[QuarantineRecord] = field(default_factory=list)
 
 
-def assemble_and_write(
-    inputs: list[PageInput],
-    plan: AliasPlan,
-    keys: dict[int, str],
-    store: OutcomeStore,
-    run_dir: Path,
-    *,
-    encoding: str,
-    started: float,
-) -> WrittenRun:
-    """Write the run's files into `run_dir` from the outcomes in `store`.
+class RunWriter:
+    """Writes a run's files from the outcomes in its store, while pages are still chunked.
+
+    Rows go out in crawl order, and a page's rows depend only on the pages before it (a
+    repeated chunk is dropped in favour of the earlier one) and on which member of its
+    alias group stands for the group: among pages with the same cleaned content, the one
+    with the smallest canonical URL. Cleaned content is only known once every page is
+    chunked. Until then (`content` None) the writer assumes the groups are the pages whose
+    markdown has the same letters (`_letters_digest`: the same page served with other
+    line-number markers, as the 49 Python reference URLs are, has the same letters), and
+    writes each page as soon as its outcome and those of all pages before it are in the
+    store (`add`). `finish` checks the assumption against the content hashes; where it
+    does not hold, the streamed files are dropped and the run is written again in one pass,
+    the groups now known (`content`).
 
     `keys` maps each page of `plan.to_chunk` (by index) to its outcome's key in `store`.
-    The chunk rows' digests are added to `store` for the next run's change set.
     """
-    run_dir = Path(run_dir)
-    outcome_key = {page.index: keys[plan.same_as.get(page.index, page.index)] for page in inputs}
-    content = store.content_hashes()
-    primary_of = primaries(inputs, plan, lambda i: content[outcome_key[i]])
-    alias_urls = alias_urls_of(inputs, plan, primary_of)
-    report = ChunkReport(pages_in=len(inputs), encoding=encoding)
-    records: dict[int, PageRecord] = {}
-    with ChunkFileWriter(run_dir) as writer:
-        state = _Assembly(writer, report)
+
+    def __init__(
+        self,
+        inputs: list[PageInput],
+        plan: AliasPlan,
+        keys: dict[int, str],
+        store: OutcomeStore,
+        run_dir: Path,
+        *,
+        encoding: str,
+        started: float,
+        content: dict[str, str | None] | None = None,
+    ) -> None:
+        self._args = (inputs, plan, keys, store, Path(run_dir))
+        self._options = {"encoding": encoding, "started": started}
+        self._key = {page.index: keys[plan.same_as.get(page.index, page.index)] for page in inputs}
+        if content is None:
+            group = _letters_groups(inputs, plan)
+        else:
+            group = {page.index: content[self._key[page.index]] for page in inputs}
+        self._assumed = content is None
+        self._primary_of = primaries(inputs, plan, group.get)
+        self._alias_urls = alias_urls_of(inputs, plan, self._primary_of)
+        self._content: dict[str, str | None] = {}  # key -> content hash, outcomes in the store
+        self._records: dict[int, PageRecord] = {}
+        self._next = 0  # position in `inputs` of the next page to write
+        self._writer = ChunkFileWriter(run_dir).__enter__()
+        self._state = _Assembly(self._writer, ChunkReport(pages_in=len(inputs), encoding=encoding))
+        self.rewritten = False  # finish() found other groups and wrote the run again
+
+    @property
+    def pages_written(self) -> int:
+        """How many pages of the crawl, from its start, have been written (or skipped as
+        another page's alias)."""
+        return self._next
+
+    def add(self, outcomes: dict[str, str | None]) -> None:
+        """Note outcomes now in the store (key -> content hash, None: quarantined) and write
+        every page that has its outcome, up to the first that has not."""
+        self._content.update(outcomes)
+        inputs = self._args[0]
+        while self._next < len(inputs) and self._key[inputs[self._next].index] in self._content:
+            self._write(inputs[self._next])
+            self._next += 1
+
+    def finish(self) -> WrittenRun:
+        """Write the rest and the page files, report and chunk rows; every page must have
+        its outcome in the store by now."""
+        try:
+            return self._finish()
+        except BaseException:
+            self.abandon()
+            raise
+
+    def _finish(self) -> WrittenRun:
+        inputs, plan, _keys, store, run_dir = self._args
+        self.add({})
+        if self._next < len(inputs):
+            self.abandon()
+            raise RuntimeError(f"{inputs[self._next].url}: its outcome is not in the run's store")
+        if self._assumed and not self._groups_hold():
+            self.abandon()
+            again = RunWriter(*self._args, **self._options, content=self._content)
+            again.add(self._content)
+            written = again.finish()
+            self.rewritten = True
+            return written
+        self._writer.close()
+        records, state = self._records, self._state
         for page in inputs:
-            i = page.index
-            key = outcome_key[i]
-            if content[key] is None:
-                records[i] = _quarantine(page, plan, store.get(key, i), state)
-            elif primary_of[i] == i:
-                records[i] = _emit_page(page, plan, store.get(key, i), alias_urls[i], state)
-    for page in inputs:
-        if page.index not in records:
-            records[page.index] = alias_record(page, plan, records[primary_of[page.index]])
-    pages = [records[page.index] for page in inputs]
-    fill_report(
-        report,
-        pages,
-        len(state.quarantine),
-        state.token_counts,
-        state.removed,
-        time.perf_counter() - started,
-    )
-    write_page_files(run_dir, pages, state.quarantine)
-    write_json(run_dir / REPORT_JSON, report.model_dump(mode="json"))
-    store.put_chunk_rows(state.chunk_rows.items())
-    return WrittenRun(run_dir, report, pages, state.facts, state.chunk_rows)
+            if page.index not in records:
+                primary = records[self._primary_of[page.index]]
+                records[page.index] = alias_record(page, plan, primary)
+        pages = [records[page.index] for page in inputs]
+        report = state.report
+        fill_report(
+            report,
+            pages,
+            len(state.quarantine),
+            state.token_counts,
+            state.removed,
+            time.perf_counter() - self._options["started"],
+        )
+        write_page_files(run_dir, pages, state.quarantine)
+        write_json(run_dir / REPORT_JSON, report.model_dump(mode="json"))
+        store.put_chunk_rows(state.chunk_rows.items())
+        return WrittenRun(run_dir, report, pages, state.facts, state.chunk_rows)
+
+    def abandon(self) -> None:
+        """Leave no chunk files behind (the run failed, or is being written again)."""
+        self._writer.abandon()
+
+    def _write(self, page: PageInput) -> None:
+        _inputs, plan, _keys, store, _run_dir = self._args
+        i, key = page.index, self._key[page.index]
+        if self._content[key] is None:
+            self._records[i] = _quarantine(page, plan, store.get(key, i), self._state)
+        elif self._primary_of[i] == i:
+            outcome = store.get(key, i)
+            self._records[i] = _emit_page(page, plan, outcome, self._alias_urls[i], self._state)
+
+    def _groups_hold(self) -> bool:
+        """Whether the groups by cleaned content are the groups the rows were written for."""
+        inputs, plan = self._args[0], self._args[1]
+        actual = primaries(inputs, plan, lambda i: self._content[self._key[i]])
+        return actual == {i: p for i, p in self._primary_of.items() if i in actual}
+
+
+# Every byte but the ASCII letters, for bytes.translate to delete.
+_NOT_LETTERS = bytes(b for b in range(256) if not (65 <= b <= 90 or 97 <= b <= 122))
+
+
+def _letters_groups(inputs: list[PageInput], plan: AliasPlan) -> dict[int, str]:
+    """Page index -> the letters digest of the page chunked for it (pages that share an
+    outcome are one group whatever their markdown)."""
+    root = {page.index: plan.same_as.get(page.index, page.index) for page in inputs}
+    letters = {i: _letters_digest(inputs[i].markdown) for i in set(root.values())}
+    return {i: letters[r] for i, r in root.items()}
+
+
+def _letters_digest(markdown: object) -> str:
+    """sha256 of the ASCII letters of a page's markdown, nothing else (a fast C pass).
+
+    Only a guess at which pages clean up to the same content, checked once they have."""
+    text = markdown if isinstance(markdown, str) else repr(markdown)
+    data = text.encode("utf-8", errors="surrogatepass").translate(None, _NOT_LETTERS)
+    return hashlib.sha256(data).hexdigest()
 
 
 def _emit_page(

@@ -1,0 +1,145 @@
+"""The streamed writer (`firechunk.streaming.RunWriter`): rows are written in crawl order as
+outcomes arrive, and the files equal what the in-memory pipeline makes of the same crawl,
+also when its guess of which pages are one page (same letters) turns out wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from firechunk.chunker.page import ChunkerOptions
+from firechunk.incremental import STATE_FILE, OutcomeStore, chunk_for_store, plan_reuse
+from firechunk.outputs import CHUNKS_JSON, CHUNKS_PARQUET
+from firechunk.pipeline import AliasPlan, chunk_crawl, page_inputs
+from firechunk.streaming import RunWriter
+from firechunk.tokens import DEFAULT_ENCODING
+from schemas.page import CrawlResult
+from tests.chunk_helpers import crawl, page, sentences
+
+BASE = "https://docs.example.com/docs"
+
+
+def article(tag: str, extra: str = "") -> str:
+    return (
+        f"# {tag.title()} guide\n\n{sentences(120, seed=len(tag), tag=tag)}\n\n"
+        f"## Setup\n\n{extra}{sentences(200, seed=len(tag) + 1, tag=tag)}\n"
+    )
+
+
+def flattened(numbers: list[str]) -> str:
+    """A page with a flattened code sample whose line markers are `numbers`."""
+    code = "\n".join(f"{n}\nprint({i})" for i, n in enumerate(numbers))
+    return f"# Client\n\n{sentences(150, seed=3, tag='c')}\n\n`\n{code}\n`\n"
+
+
+def stream(crawl_result: CrawlResult, run_dir: Path, order: list[int]) -> tuple[RunWriter, list]:
+    """Chunk every page, then hand the outcomes to a RunWriter one by one in `order` (of
+    the pages to chunk); return the writer (finished) and the pages written after each."""
+    inputs = page_inputs(crawl_result)
+    plan = AliasPlan.from_inputs(inputs)
+    reuse = plan_reuse(plan, DEFAULT_ENCODING, ChunkerOptions(), None)
+    store = OutcomeStore.create(run_dir / STATE_FILE, encoding=DEFAULT_ENCODING)
+    writer = RunWriter(
+        inputs, plan, reuse.keys, store, run_dir, encoding=DEFAULT_ENCODING, started=0.0
+    )
+    outcomes = chunk_for_store(plan.to_chunk, DEFAULT_ENCODING, ChunkerOptions())
+    progress = []
+    for position in order:
+        outcome = outcomes[position]
+        store.put(reuse.keys[outcome.index], outcome)
+        writer.add({reuse.keys[outcome.index]: outcome.content_hash})
+        progress.append(writer.pages_written)
+    writer.finish()
+    store.close()
+    return writer, progress
+
+
+def assert_same_as_in_memory(crawl_result: CrawlResult, run_dir: Path) -> None:
+    expected = chunk_crawl(crawl_result, workers=1)
+    chunks = json.loads((run_dir / CHUNKS_JSON).read_text(encoding="utf-8"))
+    assert chunks == [chunk.to_json() for chunk in expected.chunks]
+    assert pq.read_table(run_dir / CHUNKS_PARQUET).to_pylist() == chunks
+    written_pages = pq.read_table(run_dir / "pages.parquet").to_pylist()
+    assert written_pages == [p.model_dump(mode="json") for p in expected.pages]
+
+
+def test_pages_are_written_in_crawl_order_as_soon_as_every_earlier_page_is_in(tmp_path):
+    pages = [page(article(tag), f"{BASE}/{tag}") for tag in ("alpha", "beta", "gamma", "delta")]
+    writer, progress = stream(crawl(*pages), tmp_path, order=[2, 1, 0, 3])
+
+    # Nothing before the first page arrives; then it and the two that were waiting for it.
+    assert progress == [0, 0, 3, 4]
+    assert not writer.rewritten
+    assert_same_as_in_memory(crawl(*pages), tmp_path)
+
+
+def test_the_same_page_with_other_line_markers_is_guessed_right_and_streamed(tmp_path):
+    """Supabase serves one reference page under many URLs, its code's line markers
+    flattened differently (`1`, `2` or `_10`): one group, streamed without a rewrite."""
+    pages = [
+        page(flattened(["1", "2", "3"]), f"{BASE}/reference/python/select"),
+        page(flattened(["_10", "_10", "_10"]), f"{BASE}/reference/python/insert"),
+        page(article("omega"), f"{BASE}/omega"),
+    ]
+    crawl_result = crawl(*pages)
+    run = chunk_crawl(crawl_result, workers=1)
+    assert run.report.pages_aliased == 1  # the two are one page once cleaned
+
+    writer, _ = stream(crawl_result, tmp_path, order=[0, 1, 2])
+
+    assert not writer.rewritten
+    assert_same_as_in_memory(crawl_result, tmp_path)
+
+
+def test_a_wrong_guess_of_one_page_is_written_again(tmp_path):
+    """Other letters, same cleaned content (a `Loading...` line): the guess says two
+    pages, the content says one, chunked under the smaller URL, found last."""
+    pages = [
+        page(article("kappa"), f"{BASE}/zz-kappa"),
+        page(article("lambda"), f"{BASE}/lambda"),
+        page(article("kappa", extra="Loading...\n\n"), f"{BASE}/aa-kappa"),
+    ]
+    crawl_result = crawl(*pages)
+
+    writer, _ = stream(crawl_result, tmp_path, order=[0, 1, 2])
+
+    assert writer.rewritten
+    assert_same_as_in_memory(crawl_result, tmp_path)
+    sources = {c["metadata"]["sourceUrl"] for c in json.loads((tmp_path / CHUNKS_JSON).read_text())}
+    assert sources == {f"{BASE}/aa-kappa", f"{BASE}/lambda"}
+
+
+def test_a_wrong_guess_of_two_pages_being_one_is_written_again(tmp_path):
+    """Same letters, other content (only a version number differs): two pages after all."""
+    pages = [
+        page(article("sigma", extra="Version 1 of the API.\n\n"), f"{BASE}/v1"),
+        page(article("sigma", extra="Version 2 of the API.\n\n"), f"{BASE}/v2"),
+    ]
+    crawl_result = crawl(*pages)
+
+    writer, _ = stream(crawl_result, tmp_path, order=[1, 0])
+
+    assert writer.rewritten
+    assert_same_as_in_memory(crawl_result, tmp_path)
+
+
+def test_an_abandoned_writer_leaves_no_files(tmp_path):
+    crawl_result = crawl(page(article("tau"), f"{BASE}/tau"))
+    inputs = page_inputs(crawl_result)
+    plan = AliasPlan.from_inputs(inputs)
+    reuse = plan_reuse(plan, DEFAULT_ENCODING, ChunkerOptions(), None)
+    store = OutcomeStore.create(tmp_path / STATE_FILE, encoding=DEFAULT_ENCODING)
+    writer = RunWriter(
+        inputs, plan, reuse.keys, store, tmp_path, encoding=DEFAULT_ENCODING, started=0.0
+    )
+    [outcome] = chunk_for_store(plan.to_chunk, DEFAULT_ENCODING, ChunkerOptions())
+    store.put(reuse.keys[outcome.index], outcome)
+    writer.add({reuse.keys[outcome.index]: outcome.content_hash})
+    assert writer.pages_written == 1
+
+    writer.abandon()
+    store.discard()
+
+    assert list(tmp_path.iterdir()) == []
