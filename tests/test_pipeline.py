@@ -176,6 +176,25 @@ def test_small_work_is_not_worth_a_second_worker():
     assert pipeline.useful_workers([], 4) == 1
 
 
+@pytest.mark.parametrize(
+    ("pages", "size", "workers", "expected"),
+    [
+        (100, 1_000, 1, 2),  # two per worker
+        (100, 1_000, 2, 4),
+        (100, 1_000_000, 1, 13),  # 100 MB: no batch above MAX_BATCH_CHARS (8 MB)
+        (100, 1_000_000, 2, 14),  # ... and a multiple of the workers
+    ],
+)
+def test_batches_are_two_per_worker_unless_that_makes_them_too_large(
+    monkeypatch, pages, size, workers, expected
+):
+    inputs = [PageInput(i, f"u{i}", "t", "x" * size) for i in range(pages)]
+    batches = list(pipeline.make_batches(inputs, workers))
+    assert len(batches) == expected
+    assert [page for batch in batches for page in batch] == inputs
+    assert max(sum(len(p.markdown) for p in batch) for batch in batches) <= 8_000_000
+
+
 def test_a_chunk_id_depends_on_its_url_and_its_text():
     body = guide(3)
     base = run_pages(page(body, url=f"{BASE}/x")).chunks
