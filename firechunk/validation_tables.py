@@ -190,6 +190,7 @@ class _PageIndex:
         self.dropped: dict[str, list[DuplicateChunk]] = defaultdict(list)
         for duplicate in duplicates:
             self.dropped[duplicate.source_url].append(duplicate)
+        self.by_id = {chunk.chunk_id: chunk for chunk in facts}
 
     def target(self, page: PageRecord) -> PageRecord | None:
         """The page whose chunks stand for `page`: itself, or the page it is an alias of."""
@@ -205,6 +206,11 @@ class _PageIndex:
         if target.canonical_url != target.url:
             found = found + self.chunks.get(target.canonical_url, [])
         return found
+
+    def repeated_by(self, page: PageRecord) -> list[ChunkFacts]:
+        """The kept chunks that the page's dropped chunks repeat: their text is the page's."""
+        found = (self.by_id.get(duplicate.duplicate_of) for duplicate in self.dropped_of(page))
+        return [chunk for chunk in found if chunk is not None]
 
     def dropped_of(self, page: PageRecord) -> list[DuplicateChunk]:
         """Chunks of the page dropped because an earlier chunk of the run had their text."""
@@ -267,7 +273,7 @@ def header_rows(pages: list[PageRecord], index: _PageIndex) -> list[dict]:
         target = index.target(page)
         key = id(target)
         if key not in covered:
-            covered[key] = _Covered(index.chunks_of(page))
+            covered[key] = _Covered(index.chunks_of(page), index.repeated_by(page))
         for heading in page.headings:
             rows.append(
                 {
@@ -287,12 +293,17 @@ def header_rows(pages: list[PageRecord], index: _PageIndex) -> list[dict]:
 
 
 class _Covered:
-    """What the chunks of one page say about its headings."""
+    """What the chunks of one page say about its headings.
 
-    def __init__(self, chunks: list[ChunkFacts]) -> None:
+    A chunk dropped because an earlier chunk of the run (often on another page) has the
+    same text still covers the heading lines in that text: `repeated` are those earlier
+    chunks. Their headers (h1, h2) are their own page's, so only their lines count.
+    """
+
+    def __init__(self, chunks: list[ChunkFacts], repeated: list[ChunkFacts]) -> None:
         self.headers = {(1, chunk.h1) for chunk in chunks}
         self.headers |= {(2, chunk.h2) for chunk in chunks}
-        self.heading_lines = set().union(*(chunk.heading_lines for chunk in chunks))
+        self.heading_lines = set().union(*(chunk.heading_lines for chunk in chunks + repeated))
 
     def coverage(self, level: int, text: str) -> str:
         """'headers', 'text' or 'missing'."""
