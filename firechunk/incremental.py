@@ -180,8 +180,9 @@ class OutcomeStore:
 
     Tables: `outcomes` (key -> zlib-compressed JSON of a StoredOutcome, and its content
     hash for the alias planning), `chunk_rows` (each chunk id of the run -> sha256 of its
-    line in chunks.json, what `firechunk.changes` compares), `meta` (the code version and
-    encoding the outcomes were made with, for people reading the file).
+    line in chunks.json, what `firechunk.changes` compares), `emissions` (key -> how the
+    run wrote that outcome's page, `firechunk.emissions`), `meta` (the code versions and
+    encoding the outcomes and emissions were made with).
 
     A new store is built under a temporary name and renamed into place by `close`, so a
     run directory holds a whole store or none.
@@ -239,6 +240,24 @@ class OutcomeStore:
         self._db.execute("DROP TABLE wanted")
         return cursor.rowcount
 
+    def meta(self, name: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, name: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
+
+    def put_emission(self, key: str, blob: bytes) -> None:
+        """A page emission (`firechunk.emissions.PageEmission.to_blob`) of the outcome `key`."""
+        self._db.execute("INSERT OR REPLACE INTO emissions VALUES (?, ?)", (key, blob))
+
+    def emission(self, key: str) -> bytes | None:
+        row = self._db.execute("SELECT blob FROM emissions WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def clear_emissions(self) -> None:
+        self._db.execute("DELETE FROM emissions")
+
     def put_chunk_rows(self, rows: Iterable[tuple[str, str]]) -> None:
         self._db.executemany("INSERT INTO chunk_rows VALUES (?, ?)", rows)
 
@@ -279,6 +298,7 @@ PRAGMA synchronous = OFF;
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE outcomes (key TEXT PRIMARY KEY, content_hash TEXT, payload BLOB NOT NULL);
 CREATE TABLE chunk_rows (chunk_id TEXT NOT NULL, row_sha TEXT NOT NULL);
+CREATE TABLE emissions (key TEXT PRIMARY KEY, blob BLOB NOT NULL);
 """
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from contextlib import ExitStack, suppress
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
@@ -40,8 +41,7 @@ ROWS_PER_GROUP = 2000  # chunks per Parquet row group: a few MB of text
 def write_run_outputs(run: ChunkRun, run_dir: Path) -> list[Path]:
     """Write every data file of `run` into `run_dir`; return the paths written."""
     with ChunkFileWriter(run_dir) as writer:
-        for chunk in run.chunks:
-            writer.add(chunk.to_json())
+        writer.add_page([chunk.to_json() for chunk in run.chunks])
     return [
         *writer.paths,
         *write_page_files(run_dir, run.pages, run.quarantine),
@@ -59,15 +59,28 @@ def write_page_files(run_dir: Path, pages: list, quarantine: list) -> list[Path]
     ]
 
 
+@dataclass(frozen=True)
+class RowSpan:
+    """Where one page's rows are in a run's chunk files."""
+
+    first_row: int  # row number (from 0) of its first chunk, in both files
+    rows: int
+    json_start: int  # byte offset of its first line in chunks.json
+    json_end: int  # byte offset just past its last line
+
+
 class ChunkFileWriter:
-    """`chunks.parquet` and `chunks.json`, written together as chunk rows are added.
+    """`chunks.parquet` and `chunks.json`, written together a page of chunk rows at a time.
 
     Rows are the chunk JSON objects (`Chunk.to_json()` shape). Each is written to
     `chunks.json` at once, as one line of the array (compact JSON, by orjson: the standard
-    library's encoder took seconds on a few thousand pages), and to Parquet a row group at a time.
+    library's encoder took seconds on a few thousand pages), and to Parquet a row group at a
+    time. A page's rows can also be copied from an earlier run's files (`copy_page`): its
+    lines as they are, its Parquet rows as Arrow data, no Python objects made.
     Both files appear (atomically) when the `with` block ends without error; on an error
-    neither does. `add` returns the sha256 of the row's line in `chunks.json`: what
-    `firechunk.changes` compares from one run to the next.
+    neither does. Each page's `RowSpan` and the sha256 of each of its lines in
+    `chunks.json` are returned: the span lets the next run copy the page, the digests are
+    what `firechunk.changes` compares from one run to the next.
 
     The schema check of `write_parquet` runs on the first row of every row group rather
     than on every row: all rows are made the same way, and checking each nested row was
@@ -77,8 +90,11 @@ class ChunkFileWriter:
     def __init__(self, run_dir: Path) -> None:
         self.paths = [Path(run_dir) / CHUNKS_PARQUET, Path(run_dir) / CHUNKS_JSON]
         self._stack = ExitStack()
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[dict[str, Any]] = []  # rows not yet in `_tables`
+        self._tables: list[pa.Table] = []  # Parquet rows of the next row group, in order
+        self._pending = 0  # rows in `_rows` and `_tables`
         self._lines = 0
+        self._offset = 0  # bytes written to chunks.json
         self._parquet: pq.ParquetWriter | None = None
 
     def __enter__(self) -> ChunkFileWriter:
@@ -87,26 +103,62 @@ class ChunkFileWriter:
         self._parquet = pq.ParquetWriter(
             parquet_file, CHUNKS_SCHEMA, compression=PARQUET_COMPRESSION
         )
-        self._json.write(b"[")
+        self._write_json(b"[")
         return self
 
-    def add(self, row: dict[str, Any]) -> str:
-        line = orjson.dumps(row)
-        self._json.write((b"\n" if self._lines == 0 else b",\n") + line)
-        self._lines += 1
-        self._rows.append(row)
-        if len(self._rows) >= ROWS_PER_GROUP:
-            self._flush()
-        return hashlib.sha256(line).hexdigest()
+    def add_page(self, rows: list[dict[str, Any]]) -> tuple[RowSpan, list[str]]:
+        """Write one page's chunk rows; return where they went and their lines' digests."""
+        lines = [orjson.dumps(row) for row in rows]
+        span = self._write_lines(lines)
+        self._rows.extend(rows)
+        self._added(len(rows))
+        return span, _digests(lines)
 
-    def _flush(self) -> None:
+    def copy_page(self, block: bytes, table: pa.Table) -> tuple[RowSpan, list[str]]:
+        """Write one page's rows as an earlier run wrote them: `block`, its lines in that
+        run's chunks.json (`RowSpan.json_start` to `json_end`), and `table`, its rows."""
+        lines = block.split(b",\n") if block else []  # orjson writes no raw newline
+        if len(lines) != table.num_rows:
+            raise ValueError(f"{len(lines)} lines of chunks.json for {table.num_rows} rows")
+        span = self._write_lines(lines)
+        self._seal_rows()
+        self._tables.append(table if table.schema == CHUNKS_SCHEMA else table.cast(CHUNKS_SCHEMA))
+        self._added(len(lines))
+        return span, _digests(lines)
+
+    def _write_lines(self, lines: list[bytes]) -> RowSpan:
+        first_row = self._lines
+        separator = b"\n" if first_row == 0 else b",\n"
+        start = self._offset + len(separator) if lines else self._offset
+        if lines:
+            self._write_json(separator + b",\n".join(lines))
+            self._lines += len(lines)
+        return RowSpan(first_row, len(lines), start, self._offset)
+
+    def _write_json(self, data: bytes) -> None:
+        self._json.write(data)
+        self._offset += len(data)
+
+    def _added(self, rows: int) -> None:
+        self._pending += rows
+        if self._pending >= ROWS_PER_GROUP:
+            self._flush()
+
+    def _seal_rows(self) -> None:
+        """Turn the rows made here so far into Arrow data, after checking their keys."""
         if not self._rows:
             return
         mismatch = _key_mismatch(self._rows[0], pa.struct(list(CHUNKS_SCHEMA)), where="row")
         if mismatch:
             raise ValueError(f"{CHUNKS_PARQUET}: {mismatch}; update schemas/parquet.py")
-        self._parquet.write_table(pa.Table.from_pylist(self._rows, schema=CHUNKS_SCHEMA))
+        self._tables.append(pa.Table.from_pylist(self._rows, schema=CHUNKS_SCHEMA))
         self._rows = []
+
+    def _flush(self) -> None:
+        self._seal_rows()
+        if self._tables:
+            self._parquet.write_table(pa.concat_tables(self._tables), ROWS_PER_GROUP)
+        self._tables, self._pending = [], 0
 
     def __exit__(
         self,
@@ -123,7 +175,7 @@ class ChunkFileWriter:
         """Finish both files and move them into place."""
         try:
             self._flush()
-            self._json.write(b"\n]\n")
+            self._write_json(b"\n]\n")
             self._parquet.close()
         except BaseException as failure:
             self.abandon(failure)
@@ -136,6 +188,10 @@ class ChunkFileWriter:
         with suppress(Exception):  # the write already failed; that error is the one to report
             self._parquet.close()
         self._stack.__exit__(type(error), error, error.__traceback__)
+
+
+def _digests(lines: list[bytes]) -> list[str]:
+    return [hashlib.sha256(line).hexdigest() for line in lines]
 
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> Path:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from firechunk.changes import change_set, write_changes
 from firechunk.chunker.page import ChunkerOptions
+from firechunk.emissions import BaselineRows
 from firechunk.incremental import (
     STATE_FILE,
     OutcomeStore,
@@ -107,7 +108,8 @@ def chunk_stage(
     """Reuse what the baseline has, chunk the rest; every outcome ends up in the run's store.
 
     The run's rows are written as the outcomes come in (`RunWriter`), so in a process that
-    waits for its chunking workers the writing is done while they chunk.
+    waits for its chunking workers the writing is done while they chunk; the rows of a page
+    the baseline wrote the same way are copied from its files (`firechunk.emissions`).
     """
     started = time.perf_counter()
     options = options or ChunkerOptions()
@@ -121,7 +123,14 @@ def chunk_stage(
             if reuse.reused:
                 store.copy_from(start.baseline_state, reuse.reused)
             writer = RunWriter(
-                inputs, plan, reuse.keys, store, start.run_dir, encoding=encoding, started=started
+                inputs,
+                plan,
+                reuse.keys,
+                store,
+                start.run_dir,
+                encoding=encoding,
+                started=started,
+                baseline=_baseline_rows(start),
             )
             writer.add(store.content_hashes())
             batches = list(make_batches(reuse.fresh, workers)) if reuse.fresh else []
@@ -135,6 +144,13 @@ def chunk_stage(
             store.discard()
             raise
     return ChunkedRun(start, inputs, plan, reuse, store, writer, encoding)
+
+
+def _baseline_rows(start: RunStart) -> BaselineRows | None:
+    """The baseline's chunk files and page emissions, unless this is a full rebuild."""
+    if start.baseline_state is None:
+        return None
+    return BaselineRows.open(start.baseline[1])
 
 
 def write_stage(chunked: ChunkedRun) -> tuple[WrittenRun, ChangeSet]:
@@ -155,6 +171,7 @@ def write_stage(chunked: ChunkedRun) -> tuple[WrittenRun, ChangeSet]:
             full=start.full,
             pages_rechunked=len(chunked.reuse.fresh),
             pages_reused=chunked.reuse.pages_reused,
+            pages_copied=written.pages_copied,
         )
         write_changes(start.run_dir, changes)
     return written, changes

@@ -28,6 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from firechunk.atomic import write_json
+from firechunk.emissions import (
+    ROWS_VERSION_KEY,
+    BaselineRows,
+    PageEmission,
+    facts_to_json,
+    page_figures,
+    repeats_of,
+    rows_version,
+)
 from firechunk.incremental import OutcomeStore, StoredDraft, StoredOutcome
 from firechunk.outputs import REPORT_JSON, ChunkFileWriter, write_page_files
 from firechunk.pipeline import (
@@ -60,6 +69,7 @@ class WrittenRun:
     pages: list[PageRecord]
     facts: list[ChunkFacts]
     chunk_rows: dict[str, str]  # chunk id -> sha256 of its chunks.json line, in run order
+    pages_copied: int = 0  # pages whose rows were copied from the baseline's files
 
 
 @dataclass
@@ -74,6 +84,8 @@ class _Assembly:
     token_counts: list[int] = field(default_factory=list)
     removed: dict[str, int] = field(default_factory=dict)
     quarantine: list[QuarantineRecord] = field(default_factory=list)
+    shape_checked: bool = False  # the first row built was checked against the Chunk model
+    pages_copied: int = 0
 
 
 class RunWriter:
@@ -105,9 +117,12 @@ class RunWriter:
         encoding: str,
         started: float,
         content: dict[str, str | None] | None = None,
+        baseline: BaselineRows | None = None,
     ) -> None:
         self._args = (inputs, plan, keys, store, Path(run_dir))
         self._options = {"encoding": encoding, "started": started}
+        self._baseline = baseline  # closed by finish() or abandon()
+        store.set_meta(ROWS_VERSION_KEY, rows_version())
         self._key = {page.index: keys[plan.same_as.get(page.index, page.index)] for page in inputs}
         if content is None:
             group = _letters_groups(inputs, plan)
@@ -154,13 +169,18 @@ class RunWriter:
             self.abandon()
             raise RuntimeError(f"{inputs[self._next].url}: its outcome is not in the run's store")
         if self._assumed and not self._groups_hold():
-            self.abandon()
-            again = RunWriter(*self._args, **self._options, content=self._content)
+            self._writer.abandon()
+            store.clear_emissions()
+            again = RunWriter(
+                *self._args, **self._options, content=self._content, baseline=self._baseline
+            )
+            self._baseline = None  # the second writer closes it
             again.add(self._content)
             written = again.finish()
             self.rewritten = True
             return written
         self._writer.close()
+        self._close_baseline()
         records, state = self._records, self._state
         for page in inputs:
             if page.index not in records:
@@ -179,11 +199,17 @@ class RunWriter:
         write_page_files(run_dir, pages, state.quarantine)
         write_json(run_dir / REPORT_JSON, report.model_dump(mode="json"))
         store.put_chunk_rows(state.chunk_rows.items())
-        return WrittenRun(run_dir, report, pages, state.facts, state.chunk_rows)
+        return WrittenRun(run_dir, report, pages, state.facts, state.chunk_rows, state.pages_copied)
 
     def abandon(self) -> None:
-        """Leave no chunk files behind (the run failed, or is being written again)."""
+        """Leave no chunk files behind: the run failed."""
         self._writer.abandon()
+        self._close_baseline()
+
+    def _close_baseline(self) -> None:
+        if self._baseline is not None:
+            self._baseline.close()
+            self._baseline = None
 
     def _write(self, page: PageInput) -> None:
         _inputs, plan, _keys, store, _run_dir = self._args
@@ -191,8 +217,39 @@ class RunWriter:
         if self._content[key] is None:
             self._records[i] = _quarantine(page, plan, store.get(key, i), self._state)
         elif self._primary_of[i] == i:
-            outcome = store.get(key, i)
-            self._records[i] = _emit_page(page, plan, outcome, self._alias_urls[i], self._state)
+            emission = self._copyable(page, key)
+            if emission is not None:
+                baseline = self._baseline
+                lines, rows = baseline.lines(emission.span), baseline.rows(emission.span)
+                emission.span, digests = self._writer.copy_page(lines, rows)
+                self._state.pages_copied += 1
+            else:
+                outcome = store.get(key, i)
+                emission, digests = _build_page(
+                    page, plan, outcome, self._alias_urls[i], self._state
+                )
+            store.put_emission(key, emission.to_blob())
+            self._records[i] = _apply_page(page, plan, emission, digests, self._state)
+
+    def _copyable(self, page: PageInput, key: str) -> PageEmission | None:
+        """The baseline's emission of this page's outcome, if this run would write the same
+        rows: same URL, title and aliases, and the same drafts dropped as repeats."""
+        if self._baseline is None:
+            return None
+        emission = self._baseline.emission(key)
+        if emission is None:
+            return None
+        url = self._args[1].canonical[page.index] or page.url
+        if (emission.url, emission.title, emission.aliases) != (
+            url,
+            page.title,
+            self._alias_urls[page.index],
+        ):
+            return None
+        kept_ids = [facts["chunk_id"] for facts in emission.facts]
+        if repeats_of(emission.text_hashes, kept_ids, self._state.seen) != emission.repeats:
+            return None
+        return emission
 
     def _groups_hold(self) -> bool:
         """Whether the groups by cleaned content are the groups the rows were written for."""
@@ -222,36 +279,74 @@ def _letters_digest(markdown: object) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _emit_page(
+def _build_page(
     page: PageInput, plan: AliasPlan, outcome: StoredOutcome, alias_urls, state: _Assembly
-) -> PageRecord:
+) -> tuple[PageEmission, list[str]]:
+    """Build and write the rows of a chunked page from its outcome: a draft whose text
+    repeats a chunk kept before it (on this page or an earlier one) is dropped."""
     url = plan.canonical[page.index] or page.url
     kept: list[tuple[str, StoredDraft]] = []
-    for position, draft in enumerate(outcome.drafts):
-        chunk_id = str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{draft.text}"))
-        if draft.text_hash in state.seen:
-            state.report.duplicates.append(
-                DuplicateChunk(
-                    source_url=url,
-                    chunk_index=position,
-                    duplicate_of=state.seen[draft.text_hash],
-                    token_count=draft.tokens,
-                )
-            )
+    own: dict[str, str] = {}  # text hash -> id, chunks kept on this page
+    repeats: list[str | None] = []
+    rows: list[dict[str, Any]] = []
+    facts: list[dict[str, Any]] = []
+    for draft in outcome.drafts:
+        earlier = state.seen.get(draft.text_hash) or own.get(draft.text_hash)
+        repeats.append(earlier)
+        if earlier is not None:
             continue
-        state.seen[draft.text_hash] = chunk_id
+        chunk_id = str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{draft.text}"))
+        own[draft.text_hash] = chunk_id
         previous = kept[-1] if kept else None
         row = _chunk_row(chunk_id, draft, url, page.title, len(kept), alias_urls, previous)
-        if not state.chunk_rows:
+        if not state.shape_checked:
             _check_row_shape(row)
-        state.chunk_rows[chunk_id] = state.writer.add(row)
-        state.facts.append(_facts(row, draft))
-        state.token_counts.append(draft.tokens)
+            state.shape_checked = True
+        rows.append(row)
+        facts.append(facts_to_json(_facts(row, draft)))
         kept.append((chunk_id, draft))
-    state.report.warnings.extend(f"{url}: {warning}" for warning in outcome.warnings)
-    for rule, tokens in outcome.removed_tokens.items():
+    span, digests = state.writer.add_page(rows)
+    emission = PageEmission(
+        url=url,
+        title=page.title,
+        aliases=list(alias_urls),
+        repeats=repeats,
+        text_hashes=[draft.text_hash for draft in outcome.drafts],
+        tokens=[draft.tokens for draft in outcome.drafts],
+        facts=facts,
+        figures=page_figures(outcome),
+        span=span,
+    )
+    return emission, digests
+
+
+def _apply_page(
+    page: PageInput, plan: AliasPlan, emission: PageEmission, digests: list[str], state: _Assembly
+) -> PageRecord:
+    """Add a written page (built or copied) to the run: its chunks' facts and digests, the
+    repeats it dropped, its clean-up figures; return its page record."""
+    facts = emission.chunk_facts()
+    for chunk, digest in zip(facts, digests, strict=True):
+        state.seen[chunk.text_hash] = chunk.chunk_id
+        state.chunk_rows[chunk.chunk_id] = digest
+    state.facts.extend(facts)
+    state.token_counts.extend(chunk.token_count for chunk in facts)
+    state.report.duplicates.extend(
+        DuplicateChunk(
+            source_url=emission.url,
+            chunk_index=position,
+            duplicate_of=earlier,
+            token_count=emission.tokens[position],
+        )
+        for position, earlier in enumerate(emission.repeats)
+        if earlier is not None
+    )
+    figures = emission.page_figures()
+    state.report.warnings.extend(f"{emission.url}: {warning}" for warning in figures.warnings)
+    for rule, tokens in figures.removed_tokens.items():
         state.removed[rule] = state.removed.get(rule, 0) + tokens
-    return chunked_record(page, plan, alias_urls, outcome, [draft.tokens for _, draft in kept])
+    tokens = [chunk.token_count for chunk in facts]
+    return chunked_record(page, plan, emission.aliases, figures, tokens)
 
 
 def _chunk_row(

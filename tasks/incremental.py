@@ -62,6 +62,7 @@ def changes_rows(changes: ChangeSet) -> list[dict[str, str]]:
         ("full rebuild", "yes" if changes.full else "no"),
         ("pages chunked", changes.pages_rechunked),
         ("pages reused from the baseline", changes.pages_reused),
+        ("pages whose rows were copied from it", changes.pages_copied),
         ("chunk ids to upsert", len(changes.upsert)),
         ("chunk ids to delete", len(changes.delete)),
         ("pages added", len(changes.pages_added)),

@@ -1,6 +1,7 @@
 """The streamed writer (`firechunk.streaming.RunWriter`): rows are written in crawl order as
 outcomes arrive, and the files equal what the in-memory pipeline makes of the same crawl,
-also when its guess of which pages are one page (same letters) turns out wrong."""
+also when its guess of which pages are one page (same letters) turns out wrong, and when
+an unchanged page's rows are copied from the last good run (`firechunk.emissions`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from firechunk.chunker.page import ChunkerOptions
 from firechunk.incremental import STATE_FILE, OutcomeStore, chunk_for_store, plan_reuse
 from firechunk.outputs import CHUNKS_JSON, CHUNKS_PARQUET
 from firechunk.pipeline import AliasPlan, chunk_crawl, page_inputs
+from firechunk.rebuild import rebuild_here
 from firechunk.streaming import RunWriter
 from firechunk.tokens import DEFAULT_ENCODING
 from schemas.page import CrawlResult
@@ -143,3 +145,81 @@ def test_an_abandoned_writer_leaves_no_files(tmp_path):
     store.discard()
 
     assert list(tmp_path.iterdir()) == []
+
+
+# --- copying unchanged pages from the baseline ------------------------------------------------
+
+
+def two_sections(first: str, second: str) -> str:
+    """A page of two H1 sections, each its own chunk."""
+    return (
+        f"# {first.title()}\n\n{sentences(150, seed=len(first), tag=first)}\n\n"
+        f"# {second.title()}\n\n{sentences(150, seed=len(second), tag=second)}\n"
+    )
+
+
+def rebuild_twice(tmp_path: Path, night_1: CrawlResult, night_2: CrawlResult):
+    """Rebuild night 1, then night 2 on top of it; return night 2's result and changes."""
+    data_dir = tmp_path / "data"
+    first, _ = rebuild_here(night_1, data_dir, "night-1")
+    assert first.published, first.validation.failed
+    second, changes = rebuild_here(night_2, data_dir, "night-2")
+    assert second.published, second.validation.failed
+    return second, changes
+
+
+def test_an_unchanged_night_copies_every_page_and_writes_the_same_files(tmp_path):
+    pages = [page(article(tag), f"{BASE}/{tag}") for tag in ("alpha", "beta", "gamma")]
+    night = crawl(*pages)
+
+    result, changes = rebuild_twice(tmp_path, night, night)
+
+    assert (changes.pages_reused, changes.pages_copied) == (3, 3)
+    first, second = tmp_path / "data" / "runs" / "night-1", result.run_dir
+    assert (second / CHUNKS_JSON).read_bytes() == (first / CHUNKS_JSON).read_bytes()
+    assert pq.read_table(second / CHUNKS_PARQUET).equals(pq.read_table(first / CHUNKS_PARQUET))
+    assert_same_as_in_memory(night, second)
+
+
+def test_a_page_whose_chunk_is_now_a_repeat_is_written_anew_not_copied(tmp_path):
+    """Night 2 edits an early page so one of its chunks has the text of a chunk of a later,
+    unchanged page: the later page's chunk is now the repeat, dropped, and the later page's
+    rows (its chunk indexes and overlap links) are built again. Its heading `Shared` is now
+    only in the early page's chunk, and still counts as covered: the run is published."""
+    early = f"{BASE}/early"
+    later = f"{BASE}/later"
+    other = f"{BASE}/other"
+    night_1 = crawl(
+        page(two_sections("intro", "legacy"), early),
+        page(article("delta"), other),
+        page(two_sections("shared", "closing"), later),
+    )
+    night_2 = crawl(
+        page(two_sections("intro", "shared"), early),
+        page(article("delta"), other),
+        page(two_sections("shared", "closing"), later),
+    )
+
+    result, changes = rebuild_twice(tmp_path, night_1, night_2)
+
+    assert (changes.pages_rechunked, changes.pages_copied) == (1, 1)  # only `other` copied
+    assert_same_as_in_memory(night_2, result.run_dir)
+    report = json.loads((result.run_dir / "report.json").read_text(encoding="utf-8"))
+    assert [d["source_url"] for d in report["duplicates"]] == [later]
+
+
+def test_a_baseline_written_by_other_row_code_is_not_copied_from(tmp_path, monkeypatch):
+    from firechunk import emissions
+
+    pages = [page(article(tag), f"{BASE}/{tag}") for tag in ("alpha", "beta")]
+    data_dir = tmp_path / "data"
+    rebuild_here(crawl(*pages), data_dir, "night-1")
+    emissions.rows_version.cache_clear()
+    monkeypatch.setattr(emissions, "_ROW_SOURCES", [*emissions._ROW_SOURCES, Path(__file__)])
+    try:
+        result, changes = rebuild_here(crawl(*pages), data_dir, "night-2")
+    finally:
+        emissions.rows_version.cache_clear()
+
+    assert (changes.pages_reused, changes.pages_copied) == (2, 0)
+    assert_same_as_in_memory(crawl(*pages), result.run_dir)
