@@ -63,16 +63,15 @@ class PageEmission:
     tokens: list[int]  # per draft
     facts: list[dict[str, Any]]  # ChunkFacts of the kept drafts (`facts_to_json`)
     figures: dict[str, Any]  # content hash, token figures, headings, removed tokens, warnings
-    span: RowSpan
 
     def to_blob(self) -> bytes:
+        """What the store keeps: its place in the files (`RowSpan`) apart, so a copied
+        page's blob is kept as it is."""
         return zlib.compress(orjson.dumps(self), 1)
 
     @classmethod
     def from_blob(cls, blob: bytes) -> PageEmission:
-        data = orjson.loads(zlib.decompress(blob))
-        data["span"] = RowSpan(**data["span"])
-        return cls(**data)
+        return cls(**orjson.loads(zlib.decompress(blob)))
 
     def chunk_facts(self) -> list[ChunkFacts]:
         return [
@@ -153,9 +152,14 @@ class BaselineRows:
             store.close()
             return None  # files missing or unreadable: build every page's rows anew
 
-    def emission(self, key: str) -> PageEmission | None:
-        blob = self._store.emission(key)
-        return None if blob is None else PageEmission.from_blob(blob)
+    def emission(self, key: str) -> tuple[PageEmission, bytes, RowSpan] | None:
+        """How the baseline wrote the page of outcome `key`: the emission, its blob, and
+        where its rows are in the baseline's files."""
+        found = self._store.emission(key)
+        if found is None:
+            return None
+        blob, span = found
+        return PageEmission.from_blob(blob), blob, RowSpan(*span)
 
     def lines(self, span: RowSpan) -> bytes:
         return self._json[span.json_start : span.json_end]

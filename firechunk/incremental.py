@@ -247,13 +247,19 @@ class OutcomeStore:
     def set_meta(self, name: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
 
-    def put_emission(self, key: str, blob: bytes) -> None:
-        """A page emission (`firechunk.emissions.PageEmission.to_blob`) of the outcome `key`."""
-        self._db.execute("INSERT OR REPLACE INTO emissions VALUES (?, ?)", (key, blob))
+    def put_emission(self, key: str, blob: bytes, span: tuple[int, int, int, int]) -> None:
+        """How the page of outcome `key` was written: `firechunk.emissions.PageEmission`'s
+        blob, and its `RowSpan` (first row, rows, start and end in chunks.json)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO emissions VALUES (?, ?, ?, ?, ?, ?)", (key, blob, *span)
+        )
 
-    def emission(self, key: str) -> bytes | None:
-        row = self._db.execute("SELECT blob FROM emissions WHERE key = ?", (key,)).fetchone()
-        return None if row is None else row[0]
+    def emission(self, key: str) -> tuple[bytes, tuple[int, int, int, int]] | None:
+        row = self._db.execute(
+            "SELECT blob, first_row, rows, json_start, json_end FROM emissions WHERE key = ?",
+            (key,),
+        ).fetchone()
+        return None if row is None else (row[0], row[1:])
 
     def clear_emissions(self) -> None:
         self._db.execute("DELETE FROM emissions")
@@ -298,7 +304,11 @@ PRAGMA synchronous = OFF;
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE outcomes (key TEXT PRIMARY KEY, content_hash TEXT, payload BLOB NOT NULL);
 CREATE TABLE chunk_rows (chunk_id TEXT NOT NULL, row_sha TEXT NOT NULL);
-CREATE TABLE emissions (key TEXT PRIMARY KEY, blob BLOB NOT NULL);
+CREATE TABLE emissions (
+    key TEXT PRIMARY KEY, blob BLOB NOT NULL,
+    first_row INTEGER NOT NULL, rows INTEGER NOT NULL,
+    json_start INTEGER NOT NULL, json_end INTEGER NOT NULL
+);
 """
 
 

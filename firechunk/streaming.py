@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from firechunk.emissions import (
     rows_version,
 )
 from firechunk.incremental import OutcomeStore, StoredDraft, StoredOutcome
-from firechunk.outputs import REPORT_JSON, ChunkFileWriter, write_page_files
+from firechunk.outputs import REPORT_JSON, ChunkFileWriter, RowSpan, write_page_files
 from firechunk.pipeline import (
     CHUNK_NAMESPACE,
     AliasPlan,
@@ -217,28 +217,28 @@ class RunWriter:
         if self._content[key] is None:
             self._records[i] = _quarantine(page, plan, store.get(key, i), self._state)
         elif self._primary_of[i] == i:
-            emission = self._copyable(page, key)
-            if emission is not None:
-                baseline = self._baseline
-                lines, rows = baseline.lines(emission.span), baseline.rows(emission.span)
-                emission.span, digests = self._writer.copy_page(lines, rows)
+            copyable = self._copyable(page, key)
+            if copyable is not None:
+                emission, blob, before = copyable
+                lines, rows = self._baseline.lines(before), self._baseline.rows(before)
+                span, digests = self._writer.copy_page(lines, rows)
                 self._state.pages_copied += 1
             else:
                 outcome = store.get(key, i)
-                emission, digests = _build_page(
+                emission, span, digests = _build_page(
                     page, plan, outcome, self._alias_urls[i], self._state
                 )
-            store.put_emission(key, emission.to_blob())
+                blob = emission.to_blob()
+            store.put_emission(key, blob, astuple(span))
             self._records[i] = _apply_page(page, plan, emission, digests, self._state)
 
-    def _copyable(self, page: PageInput, key: str) -> PageEmission | None:
+    def _copyable(self, page: PageInput, key: str) -> tuple[PageEmission, bytes, RowSpan] | None:
         """The baseline's emission of this page's outcome, if this run would write the same
         rows: same URL, title and aliases, and the same drafts dropped as repeats."""
-        if self._baseline is None:
+        found = self._baseline.emission(key) if self._baseline is not None else None
+        if found is None:
             return None
-        emission = self._baseline.emission(key)
-        if emission is None:
-            return None
+        emission = found[0]
         url = self._args[1].canonical[page.index] or page.url
         if (emission.url, emission.title, emission.aliases) != (
             url,
@@ -249,7 +249,7 @@ class RunWriter:
         kept_ids = [facts["chunk_id"] for facts in emission.facts]
         if repeats_of(emission.text_hashes, kept_ids, self._state.seen) != emission.repeats:
             return None
-        return emission
+        return found
 
     def _groups_hold(self) -> bool:
         """Whether the groups by cleaned content are the groups the rows were written for."""
@@ -281,7 +281,7 @@ def _letters_digest(markdown: object) -> str:
 
 def _build_page(
     page: PageInput, plan: AliasPlan, outcome: StoredOutcome, alias_urls, state: _Assembly
-) -> tuple[PageEmission, list[str]]:
+) -> tuple[PageEmission, RowSpan, list[str]]:
     """Build and write the rows of a chunked page from its outcome: a draft whose text
     repeats a chunk kept before it (on this page or an earlier one) is dropped."""
     url = plan.canonical[page.index] or page.url
@@ -315,9 +315,8 @@ def _build_page(
         tokens=[draft.tokens for draft in outcome.drafts],
         facts=facts,
         figures=page_figures(outcome),
-        span=span,
     )
-    return emission, digests
+    return emission, span, digests
 
 
 def _apply_page(

@@ -73,7 +73,7 @@ PAGE_COLUMNS = [
 HEADER_COLUMNS = ["url", "status", "level", "heading", "line", "coverage"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass is slow to make, and runs make 1000s
 class ChunkFacts:
     """One chunk as the suites see it: its metadata and what its text says, not the text."""
 
