@@ -247,14 +247,14 @@ class OutcomeStore:
     def set_meta(self, name: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
 
-    def put_emission(self, key: str, blob: bytes, span: tuple[int, int, int, int]) -> None:
+    def put_emission(self, key: str, blob: bytes, span: tuple[int, ...]) -> None:
         """How the page of outcome `key` was written: `firechunk.emissions.PageEmission`'s
         blob, and its `RowSpan` (first row, rows, start and end in chunks.json)."""
         self._db.execute(
             "INSERT OR REPLACE INTO emissions VALUES (?, ?, ?, ?, ?, ?)", (key, blob, *span)
         )
 
-    def emission(self, key: str) -> tuple[bytes, tuple[int, int, int, int]] | None:
+    def emission(self, key: str) -> tuple[bytes, tuple[int, ...]] | None:
         row = self._db.execute(
             "SELECT blob, first_row, rows, json_start, json_end FROM emissions WHERE key = ?",
             (key,),

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import hashlib
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import pyarrow as pa
@@ -59,8 +58,7 @@ def write_page_files(run_dir: Path, pages: list, quarantine: list) -> list[Path]
     ]
 
 
-@dataclass(frozen=True)
-class RowSpan:
+class RowSpan(NamedTuple):
     """Where one page's rows are in a run's chunk files."""
 
     first_row: int  # row number (from 0) of its first chunk, in both files

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +229,7 @@ class RunWriter:
                     page, plan, outcome, self._alias_urls[i], self._state
                 )
                 blob = emission.to_blob()
-            store.put_emission(key, blob, astuple(span))
+            store.put_emission(key, blob, span)
             self._records[i] = _apply_page(page, plan, emission, digests, self._state)
 
     def _copyable(self, page: PageInput, key: str) -> tuple[PageEmission, bytes, RowSpan] | None:
