@@ -6,6 +6,7 @@ rules a docs site needs: tracking parameters go, and a trailing slash is not a n
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url, url_query_cleaner
@@ -28,11 +29,31 @@ TRACKING_PARAMETERS = (
 )
 
 
+# A URL w3lib returns as it is: http(s), a lower-case host with no port, a path of
+# unreserved characters with no dot segments, no query, no fragment. That is nearly every
+# URL of a docs crawl, and w3lib takes about 0.1 ms a URL (0.6 s for 5,000) to return it.
+_PLAIN = re.compile(
+    r"https?://[a-z0-9-]+(?:\.[a-z0-9-]+)*(?:/[A-Za-z0-9_~-]+(?:\.[A-Za-z0-9_~-]+)*)*/?"
+)
+
+
 def canonical_url(url: str) -> str:
     if not url:
         return ""
-    cleaned = url_query_cleaner(url.strip(), TRACKING_PARAMETERS, remove=True)
-    canonical = canonicalize_url(cleaned, keep_fragments=False)
-    parts = urlsplit(canonical)
+    url = url.strip()
+    if _PLAIN.fullmatch(url):
+        return _without_trailing_slash(url)
+    return canonical_by_w3lib(url)
+
+
+def canonical_by_w3lib(url: str) -> str:
+    """The rules applied in full, whatever the URL (`canonical_url` skips w3lib for URLs
+    it would not change)."""
+    cleaned = url_query_cleaner(url, TRACKING_PARAMETERS, remove=True)
+    return _without_trailing_slash(canonicalize_url(cleaned, keep_fragments=False))
+
+
+def _without_trailing_slash(url: str) -> str:
+    parts = urlsplit(url)
     path = parts.path.rstrip("/") or "/"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))

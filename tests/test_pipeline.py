@@ -8,11 +8,13 @@ import random
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from firechunk import pipeline
 from firechunk.crawlfile import read_crawl
 from firechunk.pipeline import PageInput, chunk_batch, chunk_crawl
-from firechunk.urls import canonical_url
+from firechunk.urls import canonical_by_w3lib, canonical_url
 from tests.chunk_helpers import count, crawl, page, run_markdown, run_pages, sentences
 
 BASE = "https://docs.example.com/guides"
@@ -40,6 +42,27 @@ def guide(seed: int, title: str = "Guide") -> str:
 )
 def test_spellings_of_one_page_share_a_canonical_url(url):
     assert canonical_url(url) == f"{BASE}/auth"
+
+
+_LABEL = st.text("abcdefghijklmnopqrstuvwxyzABC0123456789-", min_size=1, max_size=8)
+_SEGMENT = st.text(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_~.", min_size=1, max_size=10
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scheme=st.sampled_from(["http", "https", "HTTPS"]),
+    host=st.lists(_LABEL, min_size=1, max_size=3),
+    path=st.lists(_SEGMENT, max_size=4),
+    slash=st.booleans(),
+    tail=st.sampled_from(["", "?a=1", "?utm_source=x", "#frag", ":8080"]),
+)
+def test_plain_urls_skip_w3lib_with_the_same_result(scheme, host, path, slash, tail):
+    """The fast path (`_PLAIN`) gives what the full rules give, on URLs that take it and on
+    near misses that must not (upper case, dot segments, queries, fragments, ports)."""
+    url = f"{scheme}://{'.'.join(host)}" + "".join(f"/{s}" for s in path) + "/" * slash + tail
+    assert canonical_url(url) == canonical_by_w3lib(url)
 
 
 def test_canonical_urls_keep_what_makes_a_different_page():
