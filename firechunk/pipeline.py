@@ -363,8 +363,13 @@ def chunked_record(
     figures: PageFigures,
     chunk_tokens: list[int],
 ) -> PageRecord:
-    """The `pages.parquet` row of a chunked page, whose kept chunks have `chunk_tokens`."""
-    return PageRecord(
+    """The `pages.parquet` row of a chunked page, whose kept chunks have `chunk_tokens`.
+
+    Made with `model_construct`, without pydantic's validation: every value comes from the
+    chunker's own typed results, and validating a page's records, headings by the dozen,
+    took 0.6 s of a 5,000-page rebuild.
+    """
+    return PageRecord.model_construct(
         url=page.url,
         canonical_url=plan.canonical[page.index] or page.url,
         page_title=page.title,
@@ -377,7 +382,8 @@ def chunked_record(
         chunk_count=len(chunk_tokens),
         chunk_tokens=sum(chunk_tokens),
         headings=[
-            HeadingRecord(level=lv, text=title, line=line) for lv, title, line in figures.headings
+            HeadingRecord.model_construct(level=lv, text=title, line=line)
+            for lv, title, line in figures.headings
         ],
     )
 
