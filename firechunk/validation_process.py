@@ -7,7 +7,7 @@ flow's own process the import came after the writing, on one core, while the oth
 was idle: profiled on the 1 %-changed 5,000-page rebuild, it was 6 s of a 20 s flow run.
 
 `ValidationProcess` starts a helper process that imports GX at once, while this process
-chunks and writes the run (the rebuild flow makes it as soon as the crawl is loaded), and
+chunks and writes the run (the rebuild flow makes it as the run starts), and
 then runs `firechunk.validation.validate_tables` there: the same function, the same suite
 files and outputs; only the process differs. The helper is
 started once per process and kept, like the chunking workers' fork server, so a process
@@ -63,11 +63,21 @@ class ValidationProcess:
             _start_helper()
 
     @classmethod
-    def for_run(cls, pages: int) -> ValidationProcess:
+    def for_run(cls, pages: int, reuse: Path | None) -> ValidationProcess:
         """The helper if one is running already (its imports are paid), or if the run has
-        `HELPER_MIN_PAGES` pages or more and this process has not imported GX itself."""
-        large = pages >= HELPER_MIN_PAGES and "great_expectations" not in sys.modules
-        return cls(helper=_helper is not None or large)
+        `HELPER_MIN_PAGES` pages or more, reuses the outcomes of an earlier run (`reuse`,
+        its store) and this process has not imported GX itself.
+
+        Made as the run starts. A run that reuses pages is mostly writing, done in this
+        process on one core: the helper imports GX on the other. A full rebuild chunks on
+        every core, so a helper beside the workers would not save time, and it costs a
+        process's memory when memory peaks (a 5,000-page rebuild's process tree went from
+        1.4 to 1.65 GB): that run imports GX itself, after the chunking.
+        """
+        large = pages >= HELPER_MIN_PAGES and reuse is not None
+        return cls(
+            helper=_helper is not None or (large and "great_expectations" not in sys.modules)
+        )
 
     def validate_tables(
         self, tables: dict[str, pd.DataFrame], run_dir: Path, **options: Any

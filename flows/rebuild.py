@@ -66,12 +66,9 @@ def rebuild(
                 secret_block=secret_block,
             )
         crawl = load_crawl(replay)
-    # A large run's validator starts a helper process that imports Great Expectations
-    # (seconds of CPU) now, while the pages are chunked and written: the rows are written
-    # as the pages are chunked, so after the chunking there is little left to hide it behind.
-    validator = ValidationProcess.for_run(len(crawl.data))
     with timed(seconds, "chunk"):
         start = start_rebuild(data_dir, run_id, full)
+        validator = ValidationProcess.for_run(len(crawl.data), reuse=start.baseline_state)
         runner = make_task_runner(task_runner, workers, dask_address)
         chunked = chunk_into_store(start, crawl, runner, workers=workers)
     # quote(): Prefect would otherwise walk every page and chunk of these looking for

@@ -32,17 +32,20 @@ def test_the_helper_process_gives_the_same_verdict_and_files(make_run, tmp_path)
         assert (tmp_path / "there" / "validation" / name).is_file(), name
 
 
-def test_only_a_large_run_starts_a_helper(monkeypatch):
+def test_only_a_large_run_that_reuses_pages_starts_a_helper(monkeypatch, tmp_path):
     monkeypatch.setattr(validation_process, "_helper", None)  # no helper started yet
     monkeypatch.delitem(sys.modules, "great_expectations", raising=False)  # GX not imported
     monkeypatch.setattr(validation_process, "_start_helper", lambda: None)  # none started
-    assert not ValidationProcess.for_run(HELPER_MIN_PAGES - 1).in_helper
-    assert ValidationProcess.for_run(HELPER_MIN_PAGES).in_helper
+    store = tmp_path / "rebuild_state.sqlite"
+    assert not ValidationProcess.for_run(HELPER_MIN_PAGES - 1, reuse=store).in_helper
+    assert ValidationProcess.for_run(HELPER_MIN_PAGES, reuse=store).in_helper
+    # A full rebuild chunks on every core: no helper beside its workers.
+    assert not ValidationProcess.for_run(HELPER_MIN_PAGES, reuse=None).in_helper
 
 
 def test_a_small_run_validates_in_its_own_process(tmp_path, monkeypatch):
     monkeypatch.setattr(validation_process, "_helper", None)
-    validator = ValidationProcess.for_run(1)
+    validator = ValidationProcess.for_run(1, reuse=None)
     assert not validator.in_helper
     outcome = validator.validate_tables(
         build_tables(clean_run(), TokenCounter()), tmp_path, run_id="r"
@@ -51,13 +54,13 @@ def test_a_small_run_validates_in_its_own_process(tmp_path, monkeypatch):
     assert validation_process._helper is None  # and started no helper
 
 
-def test_a_process_that_has_imported_gx_and_no_helper_validates_in_itself(monkeypatch):
+def test_a_process_that_has_imported_gx_and_no_helper_validates_in_itself(monkeypatch, tmp_path):
     import great_expectations  # noqa: F401  (as a test session or a bench has)
 
     monkeypatch.setattr(validation_process, "_helper", None)
-    assert not ValidationProcess.for_run(HELPER_MIN_PAGES).in_helper
+    assert not ValidationProcess.for_run(HELPER_MIN_PAGES, reuse=tmp_path).in_helper
 
 
 def test_a_running_helper_validates_every_run_after(monkeypatch):
     ValidationProcess(helper=True)  # started: its imports are paid
-    assert ValidationProcess.for_run(1).in_helper
+    assert ValidationProcess.for_run(1, reuse=None).in_helper
