@@ -36,9 +36,9 @@ def flattened(numbers: list[str]) -> str:
     return f"# Client\n\n{sentences(150, seed=3, tag='c')}\n\n`\n{code}\n`\n"
 
 
-def stream(crawl_result: CrawlResult, run_dir: Path, order: list[int]) -> tuple[RunWriter, list]:
-    """Chunk every page, then hand the outcomes to a RunWriter one by one in `order` (of
-    the pages to chunk); return the writer (finished) and the pages written after each."""
+def writer_for(crawl_result: CrawlResult, run_dir: Path):
+    """A RunWriter on a new store, and the crawl's outcomes (chunked, not yet handed over),
+    with the store and the outcome keys."""
     inputs = page_inputs(crawl_result)
     plan = AliasPlan.from_inputs(inputs)
     reuse = plan_reuse(plan, DEFAULT_ENCODING, ChunkerOptions(), None)
@@ -47,11 +47,22 @@ def stream(crawl_result: CrawlResult, run_dir: Path, order: list[int]) -> tuple[
         inputs, plan, reuse.keys, store, run_dir, encoding=DEFAULT_ENCODING, started=0.0
     )
     outcomes = chunk_for_store(plan.to_chunk, DEFAULT_ENCODING, ChunkerOptions())
+    return writer, outcomes, store, reuse.keys
+
+
+def hand_over(writer: RunWriter, outcome, store: OutcomeStore, keys: dict[int, str]) -> None:
+    """What the chunk stage does with each outcome: store it, tell the writer."""
+    store.put(keys[outcome.index], outcome)
+    writer.add({keys[outcome.index]: outcome.content_hash})
+
+
+def stream(crawl_result: CrawlResult, run_dir: Path, order: list[int]) -> tuple[RunWriter, list]:
+    """Hand the outcomes to a RunWriter one by one in `order` (of the pages to chunk);
+    return the writer (finished) and the pages written after each."""
+    writer, outcomes, store, keys = writer_for(crawl_result, run_dir)
     progress = []
     for position in order:
-        outcome = outcomes[position]
-        store.put(reuse.keys[outcome.index], outcome)
-        writer.add({reuse.keys[outcome.index]: outcome.content_hash})
+        hand_over(writer, outcomes[position], store, keys)
         progress.append(writer.pages_written)
     writer.finish()
     store.close()
@@ -128,17 +139,10 @@ def test_a_wrong_guess_of_two_pages_being_one_is_written_again(tmp_path):
 
 
 def test_an_abandoned_writer_leaves_no_files(tmp_path):
-    crawl_result = crawl(page(article("tau"), f"{BASE}/tau"))
-    inputs = page_inputs(crawl_result)
-    plan = AliasPlan.from_inputs(inputs)
-    reuse = plan_reuse(plan, DEFAULT_ENCODING, ChunkerOptions(), None)
-    store = OutcomeStore.create(tmp_path / STATE_FILE, encoding=DEFAULT_ENCODING)
-    writer = RunWriter(
-        inputs, plan, reuse.keys, store, tmp_path, encoding=DEFAULT_ENCODING, started=0.0
+    writer, [outcome], store, keys = writer_for(
+        crawl(page(article("tau"), f"{BASE}/tau")), tmp_path
     )
-    [outcome] = chunk_for_store(plan.to_chunk, DEFAULT_ENCODING, ChunkerOptions())
-    store.put(reuse.keys[outcome.index], outcome)
-    writer.add({reuse.keys[outcome.index]: outcome.content_hash})
+    hand_over(writer, outcome, store, keys)
     assert writer.pages_written == 1
 
     writer.abandon()
