@@ -11,9 +11,10 @@ find there.
 
 Why outcomes and not final chunks: aliases (same page under several URLs), the run-wide
 dropping of repeated chunks, chunk ids and overlap links depend on all pages together, so
-they are recomputed on every run from the outcomes (`firechunk.streaming`). That
-assembly is cheap, and an incremental rebuild gives exactly what a full rebuild of the
-same crawl gives: same ids, texts, overlaps, order.
+they are decided again on every run (`firechunk.streaming`); where they come out as the
+last good run had them, the page's rows are copied from its files (`firechunk.emissions`).
+An incremental rebuild gives exactly what a full rebuild of the same crawl gives: same
+ids, texts, overlaps, order.
 
 The key includes `chunker_version()`, a hash of the source files whose code makes an
 outcome (the chunker package, token counting, the per-page wrapper and this module) and

@@ -2,7 +2,8 @@
 
     start    claim data/runs/<run-id>/, find the baseline (the run data/latest points at)
     chunk    plan aliases, key every page, copy the outcomes the baseline has into the
-             run's store, chunk the other pages batch by batch (`map_batches`), store them
+             run's store, chunk the other pages batch by batch (`map_batches`), store them;
+             write each page's rows as soon as it and every page before it has its outcome
     write    the rows were written in crawl order as outcomes came in (`firechunk.streaming`);
              finish the run's files, then `changes.json` against the baseline
     publish  validate with the suites, publish as data/latest only if every one passed

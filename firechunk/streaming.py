@@ -4,11 +4,11 @@ The chunk stage (`firechunk.rebuild.chunk_stage`) puts every page's outcome into
 `OutcomeStore`, fresh from a worker or reused from the last good run, and tells the
 `RunWriter`, which walks the pages in crawl order as far as their outcomes are in, and
 writes each page's chunks to `chunks.parquet` / `chunks.json` at once: the writing is done
-while the workers chunk. What stays in memory
-is what the run needs globally and is small: each chunk's normalised-text hash (to drop
-repeats) and its `ChunkFacts` (what validation checks, without the text), each page's
-record, and the report's figures. Memory for chunk text is one page at a time plus one
-Parquet row group.
+while the workers chunk. A page the last good run wrote the same way is copied from its
+files (`firechunk.emissions`). What stays in memory is what the run needs globally and is
+small: each chunk's normalised-text hash (to drop repeats) and its `ChunkFacts` (what
+validation checks, without the text), each page's record, and the report's figures.
+Memory for chunk text is one page at a time plus one Parquet row group.
 
 The rules are `firechunk.pipeline.assemble`'s, applied to the same outcomes: pages with
 the same cleaned content are chunked once under the smallest canonical URL and the others
