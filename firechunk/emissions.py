@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from firechunk.incremental import STATE_FILE, OutcomeStore, StoredOutcome, chunker_version
-from firechunk.outputs import CHUNKS_JSON, CHUNKS_PARQUET, RowSpan
+from firechunk.outputs import CHUNKS_JSON, CHUNKS_PARQUET, RowSpan, line_digests
 from firechunk.validation_tables import ChunkFacts
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -127,6 +127,7 @@ class BaselineRows:
 
     def __init__(self, run_dir: Path, store: OutcomeStore) -> None:
         self._store = store
+        self._digests = store.chunk_rows()  # chunk id -> sha256 of its chunks.json line
         with open(run_dir / CHUNKS_JSON, "rb") as handle:
             self._json = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         self._parquet = pq.ParquetFile(run_dir / CHUNKS_PARQUET)
@@ -161,10 +162,26 @@ class BaselineRows:
         blob, span = found
         return PageEmission.from_blob(blob), blob, RowSpan(*span)
 
-    def lines(self, span: RowSpan) -> bytes:
-        return self._json[span.json_start : span.json_end]
+    def page_rows(
+        self, emission: PageEmission, span: RowSpan
+    ) -> tuple[list[bytes], list[str], pa.Table] | None:
+        """The page's chunks.json lines, their digests and its Parquet rows, if they are
+        the rows the baseline wrote: each line's sha256 as recorded when it was written,
+        each Parquet row the same chunk. None if not (a file changed since): then the
+        page's rows are built again rather than a damaged row copied into every later run.
+        """
+        block = self._json[span.json_start : span.json_end]
+        lines = block.split(b",\n") if block else []  # orjson writes no raw newline
+        ids = [facts["chunk_id"] for facts in emission.facts]
+        digests = line_digests(lines)
+        if digests != [self._digests.get(chunk_id) for chunk_id in ids]:
+            return None
+        table = self._rows(span)
+        if table.column("chunk_id").to_pylist() != ids:
+            return None
+        return lines, digests, table
 
-    def rows(self, span: RowSpan) -> pa.Table:
+    def _rows(self, span: RowSpan) -> pa.Table:
         pieces = []
         row, end = span.first_row, span.first_row + span.rows
         while row < end:

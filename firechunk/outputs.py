@@ -110,19 +110,18 @@ class ChunkFileWriter:
         span = self._write_lines(lines)
         self._rows.extend(rows)
         self._added(len(rows))
-        return span, _digests(lines)
+        return span, line_digests(lines)
 
-    def copy_page(self, block: bytes, table: pa.Table) -> tuple[RowSpan, list[str]]:
-        """Write one page's rows as an earlier run wrote them: `block`, its lines in that
-        run's chunks.json (`RowSpan.json_start` to `json_end`), and `table`, its rows."""
-        lines = block.split(b",\n") if block else []  # orjson writes no raw newline
+    def copy_page(self, lines: list[bytes], table: pa.Table) -> RowSpan:
+        """Write one page's rows as an earlier run wrote them: its `lines` of that run's
+        chunks.json, and `table`, its Parquet rows."""
         if len(lines) != table.num_rows:
             raise ValueError(f"{len(lines)} lines of chunks.json for {table.num_rows} rows")
         span = self._write_lines(lines)
         self._seal_rows()
         self._tables.append(table if table.schema == CHUNKS_SCHEMA else table.cast(CHUNKS_SCHEMA))
         self._added(len(lines))
-        return span, _digests(lines)
+        return span
 
     def _write_lines(self, lines: list[bytes]) -> RowSpan:
         first_row = self._lines
@@ -188,7 +187,9 @@ class ChunkFileWriter:
         self._stack.__exit__(type(error), error, error.__traceback__)
 
 
-def _digests(lines: list[bytes]) -> list[str]:
+def line_digests(lines: list[bytes]) -> list[str]:
+    """The sha256 of each chunks.json line: what `firechunk.changes` compares, and what a
+    copied page's lines are checked against."""
     return [hashlib.sha256(line).hexdigest() for line in lines]
 
 

@@ -219,9 +219,8 @@ class RunWriter:
         elif self._primary_of[i] == i:
             copyable = self._copyable(page, key)
             if copyable is not None:
-                emission, blob, before = copyable
-                lines, rows = self._baseline.lines(before), self._baseline.rows(before)
-                span, digests = self._writer.copy_page(lines, rows)
+                emission, blob, (lines, digests, rows) = copyable
+                span = self._writer.copy_page(lines, rows)
                 self._state.pages_copied += 1
             else:
                 outcome = store.get(key, i)
@@ -232,9 +231,11 @@ class RunWriter:
             store.put_emission(key, blob, span)
             self._records[i] = _apply_page(page, plan, emission, digests, self._state)
 
-    def _copyable(self, page: PageInput, key: str) -> tuple[PageEmission, bytes, RowSpan] | None:
-        """The baseline's emission of this page's outcome, if this run would write the same
-        rows: same URL, title and aliases, and the same drafts dropped as repeats."""
+    def _copyable(self, page: PageInput, key: str):
+        """The baseline's emission of this page's outcome, its blob and its rows (lines,
+        digests, Parquet rows), if this run would write the same rows: same URL, title and
+        aliases, and the same drafts dropped as repeats; and the baseline's files still
+        hold those rows as written."""
         found = self._baseline.emission(key) if self._baseline is not None else None
         if found is None:
             return None
@@ -249,7 +250,8 @@ class RunWriter:
         kept_ids = [facts["chunk_id"] for facts in emission.facts]
         if repeats_of(emission.text_hashes, kept_ids, self._state.seen) != emission.repeats:
             return None
-        return found
+        rows = self._baseline.page_rows(emission, found[2])
+        return None if rows is None else (emission, found[1], rows)
 
     def _groups_hold(self) -> bool:
         """Whether the groups by cleaned content are the groups the rows were written for."""

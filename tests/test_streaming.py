@@ -227,3 +227,21 @@ def test_a_baseline_written_by_other_row_code_is_not_copied_from(tmp_path, monke
 
     assert (changes.pages_reused, changes.pages_copied) == (2, 0)
     assert_same_as_in_memory(crawl(*pages), result.run_dir)
+
+
+def test_a_page_whose_lines_changed_in_the_baseline_file_is_built_not_copied(tmp_path):
+    """A byte of the last good run's chunks.json changed after it was written (a disk
+    error, a hand edit): that page's rows are built again, so the damage does not travel
+    into this run and every run after it; the other pages are still copied."""
+    pages = [page(article(tag), f"{BASE}/{tag}") for tag in ("alpha", "beta", "gamma")]
+    data_dir = tmp_path / "data"
+    first, _ = rebuild_here(crawl(*pages), data_dir, "night-1")
+    chunks_json = first.run_dir / CHUNKS_JSON
+    damaged = chunks_json.read_bytes().replace(b"beta", b"BETA", 1)
+    assert damaged != chunks_json.read_bytes()
+    chunks_json.write_bytes(damaged)
+
+    result, changes = rebuild_here(crawl(*pages), data_dir, "night-2")
+
+    assert (changes.pages_reused, changes.pages_copied) == (3, 2)
+    assert_same_as_in_memory(crawl(*pages), result.run_dir)
