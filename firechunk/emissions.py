@@ -21,6 +21,7 @@ import bisect
 import hashlib
 import mmap
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -96,7 +97,8 @@ def facts_to_json(facts: ChunkFacts) -> dict[str, Any]:
     return {**asdict(facts), "heading_lines": sorted(facts.heading_lines)}
 
 
-def page_figures(outcome: StoredOutcome) -> dict[str, Any]:
+def figures_of(outcome: StoredOutcome) -> dict[str, Any]:
+    """What `PageEmission.figures` keeps of an outcome: all of it but the drafts."""
     return {
         "content_hash": outcome.content_hash,
         "headings": outcome.headings,
@@ -107,19 +109,21 @@ def page_figures(outcome: StoredOutcome) -> dict[str, Any]:
     }
 
 
-def repeats_of(text_hashes: list[str], kept_ids: list[str], seen: dict[str, str]) -> list:
-    """Which drafts of a page, whose kept drafts got `kept_ids` in order, repeat a chunk
-    kept before them: one in `seen` (text hash -> chunk id, earlier pages) or an earlier
-    draft of the same page. The writer's dropping rule, replayed without the texts."""
-    ids = iter(kept_ids)
+def repeats_of(
+    text_hashes: list[str], seen: dict[str, str], id_of: Callable[[int], str]
+) -> tuple[list[str | None], list[str]]:
+    """The run's dropping rule for one page's drafts: a draft repeats a chunk kept before it
+    if its text hash is in `seen` (earlier pages: text hash -> chunk id) or is an earlier
+    kept draft's of the same page. Return, per draft, the id of the chunk it repeats (None:
+    kept), and the ids of the kept drafts, `id_of(position)` for each."""
     own: dict[str, str] = {}
     repeats: list[str | None] = []
-    for text_hash in text_hashes:
+    for position, text_hash in enumerate(text_hashes):
         earlier = seen.get(text_hash) or own.get(text_hash)
         if earlier is None:
-            own[text_hash] = next(ids)
+            own[text_hash] = id_of(position)
         repeats.append(earlier)
-    return repeats
+    return repeats, list(own.values())
 
 
 class BaselineRows:

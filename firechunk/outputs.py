@@ -40,7 +40,7 @@ ROWS_PER_GROUP = 2000  # chunks per Parquet row group: a few MB of text
 def write_run_outputs(run: ChunkRun, run_dir: Path) -> list[Path]:
     """Write every data file of `run` into `run_dir`; return the paths written."""
     with ChunkFileWriter(run_dir) as writer:
-        writer.add_page([chunk.to_json() for chunk in run.chunks])
+        writer.add_rows([chunk.to_json() for chunk in run.chunks])
     return [
         *writer.paths,
         *write_page_files(run_dir, run.pages, run.quarantine),
@@ -73,7 +73,7 @@ class ChunkFileWriter:
     Rows are the chunk JSON objects (`Chunk.to_json()` shape). Each is written to
     `chunks.json` at once, as one line of the array (compact JSON, by orjson: the standard
     library's encoder took seconds on a few thousand pages), and to Parquet a row group at a
-    time. A page's rows can also be copied from an earlier run's files (`copy_page`): its
+    time. A page's rows can also be copied from an earlier run's files (`copy_rows`): its
     lines as they are, its Parquet rows as Arrow data, no Python objects made.
     Both files appear (atomically) when the `with` block ends without error; on an error
     neither does. Each page's `RowSpan` and the sha256 of each of its lines in
@@ -104,16 +104,17 @@ class ChunkFileWriter:
         self._write_json(b"[")
         return self
 
-    def add_page(self, rows: list[dict[str, Any]]) -> tuple[RowSpan, list[str]]:
-        """Write one page's chunk rows; return where they went and their lines' digests."""
+    def add_rows(self, rows: list[dict[str, Any]]) -> tuple[RowSpan, list[str]]:
+        """Write chunk rows (a page's, in the rebuild); return where they went and their
+        lines' digests."""
         lines = [orjson.dumps(row) for row in rows]
         span = self._write_lines(lines)
         self._rows.extend(rows)
         self._added(len(rows))
         return span, line_digests(lines)
 
-    def copy_page(self, lines: list[bytes], table: pa.Table) -> RowSpan:
-        """Write one page's rows as an earlier run wrote them: its `lines` of that run's
+    def copy_rows(self, lines: list[bytes], table: pa.Table) -> RowSpan:
+        """Write a page's rows as an earlier run wrote them: its `lines` of that run's
         chunks.json, and `table`, its Parquet rows."""
         if len(lines) != table.num_rows:
             raise ValueError(f"{len(lines)} lines of chunks.json for {table.num_rows} rows")

@@ -27,13 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from firechunk.atomic import write_json
 from firechunk.emissions import (
     ROWS_VERSION_KEY,
     BaselineRows,
     PageEmission,
     facts_to_json,
-    page_figures,
+    figures_of,
     repeats_of,
     rows_version,
 )
@@ -119,8 +121,9 @@ class RunWriter:
         content: dict[str, str | None] | None = None,
         baseline: BaselineRows | None = None,
     ) -> None:
-        self._args = (inputs, plan, keys, store, Path(run_dir))
-        self._options = {"encoding": encoding, "started": started}
+        self._inputs, self._plan, self._keys, self._store = inputs, plan, keys, store
+        self._run_dir = Path(run_dir)
+        self._encoding, self._started = encoding, started
         self._baseline = baseline  # closed by finish() or abandon()
         store.set_meta(ROWS_VERSION_KEY, rows_version())
         self._key = {page.index: keys[plan.same_as.get(page.index, page.index)] for page in inputs}
@@ -148,7 +151,7 @@ class RunWriter:
         """Note outcomes now in the store (key -> content hash, None: quarantined) and write
         every page that has its outcome, up to the first that has not."""
         self._content.update(outcomes)
-        inputs = self._args[0]
+        inputs = self._inputs
         while self._next < len(inputs) and self._key[inputs[self._next].index] in self._content:
             self._write(inputs[self._next])
             self._next += 1
@@ -163,7 +166,7 @@ class RunWriter:
             raise
 
     def _finish(self) -> WrittenRun:
-        inputs, plan, _keys, store, run_dir = self._args
+        inputs, plan, store, run_dir = self._inputs, self._plan, self._store, self._run_dir
         self.add({})
         if self._next < len(inputs):
             self.abandon()
@@ -172,7 +175,15 @@ class RunWriter:
             self._writer.abandon()
             store.clear_emissions()
             again = RunWriter(
-                *self._args, **self._options, content=self._content, baseline=self._baseline
+                inputs,
+                plan,
+                self._keys,
+                store,
+                run_dir,
+                encoding=self._encoding,
+                started=self._started,
+                content=self._content,
+                baseline=self._baseline,
             )
             self._baseline = None  # the second writer closes it
             again.add(self._content)
@@ -194,7 +205,7 @@ class RunWriter:
             len(state.quarantine),
             state.token_counts,
             state.removed,
-            time.perf_counter() - self._options["started"],
+            time.perf_counter() - self._started,
         )
         write_page_files(run_dir, pages, state.quarantine)
         write_json(run_dir / REPORT_JSON, report.model_dump(mode="json"))
@@ -212,7 +223,7 @@ class RunWriter:
             self._baseline = None
 
     def _write(self, page: PageInput) -> None:
-        _inputs, plan, _keys, store, _run_dir = self._args
+        plan, store = self._plan, self._store
         i, key = page.index, self._key[page.index]
         if self._content[key] is None:
             self._records[i] = _quarantine(page, plan, store.get(key, i), self._state)
@@ -220,18 +231,21 @@ class RunWriter:
             copyable = self._copyable(page, key)
             if copyable is not None:
                 emission, blob, (lines, digests, rows) = copyable
-                span = self._writer.copy_page(lines, rows)
+                span = self._writer.copy_rows(lines, rows)
+                facts = emission.chunk_facts()
                 self._state.pages_copied += 1
             else:
                 outcome = store.get(key, i)
-                emission, span, digests = _build_page(
+                emission, facts, span, digests = _build_page(
                     page, plan, outcome, self._alias_urls[i], self._state
                 )
                 blob = emission.to_blob()
             store.put_emission(key, blob, span)
-            self._records[i] = _apply_page(page, plan, emission, digests, self._state)
+            self._records[i] = _apply_page(page, plan, emission, facts, digests, self._state)
 
-    def _copyable(self, page: PageInput, key: str):
+    def _copyable(
+        self, page: PageInput, key: str
+    ) -> tuple[PageEmission, bytes, tuple[list[bytes], list[str], pa.Table]] | None:
         """The baseline's emission of this page's outcome, its blob and its rows (lines,
         digests, Parquet rows), if this run would write the same rows: same URL, title and
         aliases, and the same drafts dropped as repeats; and the baseline's files still
@@ -240,23 +254,23 @@ class RunWriter:
         if found is None:
             return None
         emission = found[0]
-        url = self._args[1].canonical[page.index] or page.url
+        url = self._plan.canonical[page.index] or page.url
         if (emission.url, emission.title, emission.aliases) != (
             url,
             page.title,
             self._alias_urls[page.index],
         ):
             return None
-        kept_ids = [facts["chunk_id"] for facts in emission.facts]
-        if repeats_of(emission.text_hashes, kept_ids, self._state.seen) != emission.repeats:
+        kept_ids = iter([facts["chunk_id"] for facts in emission.facts])
+        repeats, _ = repeats_of(emission.text_hashes, self._state.seen, lambda _: next(kept_ids))
+        if repeats != emission.repeats:
             return None
         rows = self._baseline.page_rows(emission, found[2])
         return None if rows is None else (emission, found[1], rows)
 
     def _groups_hold(self) -> bool:
         """Whether the groups by cleaned content are the groups the rows were written for."""
-        inputs, plan = self._args[0], self._args[1]
-        actual = primaries(inputs, plan, lambda i: self._content[self._key[i]])
+        actual = primaries(self._inputs, self._plan, lambda i: self._content[self._key[i]])
         return actual == {i: p for i, p in self._primary_of.items() if i in actual}
 
 
@@ -283,50 +297,52 @@ def _letters_digest(markdown: object) -> str:
 
 def _build_page(
     page: PageInput, plan: AliasPlan, outcome: StoredOutcome, alias_urls, state: _Assembly
-) -> tuple[PageEmission, RowSpan, list[str]]:
+) -> tuple[PageEmission, list[ChunkFacts], RowSpan, list[str]]:
     """Build and write the rows of a chunked page from its outcome: a draft whose text
     repeats a chunk kept before it (on this page or an earlier one) is dropped."""
     url = plan.canonical[page.index] or page.url
-    kept: list[tuple[str, StoredDraft]] = []
-    own: dict[str, str] = {}  # text hash -> id, chunks kept on this page
-    repeats: list[str | None] = []
+    drafts = outcome.drafts
+    repeats, kept_ids = repeats_of(
+        [draft.text_hash for draft in drafts],
+        state.seen,
+        lambda position: str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{drafts[position].text}")),
+    )
+    kept_drafts = [draft for draft, earlier in zip(drafts, repeats, strict=True) if earlier is None]
+    kept = list(zip(kept_ids, kept_drafts, strict=True))
     rows: list[dict[str, Any]] = []
-    facts: list[dict[str, Any]] = []
-    for draft in outcome.drafts:
-        earlier = state.seen.get(draft.text_hash) or own.get(draft.text_hash)
-        repeats.append(earlier)
-        if earlier is not None:
-            continue
-        chunk_id = str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{draft.text}"))
-        own[draft.text_hash] = chunk_id
-        previous = kept[-1] if kept else None
-        row = _chunk_row(chunk_id, draft, url, page.title, len(kept), alias_urls, previous)
+    facts: list[ChunkFacts] = []
+    for index, (chunk_id, draft) in enumerate(kept):
+        previous = kept[index - 1] if index else None
+        row = _chunk_row(chunk_id, draft, url, page.title, index, alias_urls, previous)
         if not state.shape_checked:
             _check_row_shape(row)
             state.shape_checked = True
         rows.append(row)
-        facts.append(facts_to_json(_facts(row, draft)))
-        kept.append((chunk_id, draft))
-    span, digests = state.writer.add_page(rows)
+        facts.append(_facts(row, draft))
+    span, digests = state.writer.add_rows(rows)
     emission = PageEmission(
         url=url,
         title=page.title,
         aliases=list(alias_urls),
         repeats=repeats,
-        text_hashes=[draft.text_hash for draft in outcome.drafts],
-        tokens=[draft.tokens for draft in outcome.drafts],
-        facts=facts,
-        figures=page_figures(outcome),
+        text_hashes=[draft.text_hash for draft in drafts],
+        tokens=[draft.tokens for draft in drafts],
+        facts=[facts_to_json(chunk) for chunk in facts],
+        figures=figures_of(outcome),
     )
-    return emission, span, digests
+    return emission, facts, span, digests
 
 
 def _apply_page(
-    page: PageInput, plan: AliasPlan, emission: PageEmission, digests: list[str], state: _Assembly
+    page: PageInput,
+    plan: AliasPlan,
+    emission: PageEmission,
+    facts: list[ChunkFacts],
+    digests: list[str],
+    state: _Assembly,
 ) -> PageRecord:
     """Add a written page (built or copied) to the run: its chunks' facts and digests, the
     repeats it dropped, its clean-up figures; return its page record."""
-    facts = emission.chunk_facts()
     for chunk, digest in zip(facts, digests, strict=True):
         state.seen[chunk.text_hash] = chunk.chunk_id
         state.chunk_rows[chunk.chunk_id] = digest
