@@ -7,11 +7,11 @@ flow's own process the import came after the writing, on one core, while the oth
 was idle: profiled on the 1 %-changed 5,000-page rebuild, it was 6 s of a 20 s flow run.
 
 `ValidationProcess` starts a helper process that imports GX at once, while this process
-chunks and writes the run (the rebuild flow makes it as the run starts), and
-then runs `firechunk.validation.validate_tables` there: the same function, the same suite
-files and outputs; only the process differs. The helper is
-started once per process and kept, like the chunking workers' fork server, so a process
-that runs several rebuilds (a bench, a test session) imports GX once, not once per run.
+chunks and writes the run (the rebuild flow makes it as the run starts), and then runs
+`firechunk.validation.validate_tables` there: the same function, the same suite files and
+outputs; only the process differs. The helper is started once per process and kept, like
+the chunking workers' fork server, so a process that runs several rebuilds (a bench, a
+test session) imports GX once, not once per run.
 A small run (`HELPER_MIN_PAGES`), or one in a process that has imported GX itself,
 validates in its own process: there a helper would cost more than it saves.
 
