@@ -22,7 +22,7 @@ import hashlib
 import mmap
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -93,8 +93,15 @@ class PageEmission:
         )
 
 
+_FACT_FIELDS = tuple(field.name for field in fields(ChunkFacts))
+
+
 def facts_to_json(facts: ChunkFacts) -> dict[str, Any]:
-    return {**asdict(facts), "heading_lines": sorted(facts.heading_lines)}
+    """The facts as a JSON object. Field by field: `dataclasses.asdict` deep-copies every
+    value, which took about a second of a 1,500-page rebuild."""
+    data = {name: getattr(facts, name) for name in _FACT_FIELDS}
+    data["heading_lines"] = sorted(facts.heading_lines)
+    return data
 
 
 def figures_of(outcome: StoredOutcome) -> dict[str, Any]:
