@@ -16,7 +16,12 @@ Prefect's temporary local API, a pool of `--workers` processes), on one data dir
 
 1. full: the 5,000 pages, with no earlier run (every page is chunked);
 2. incremental: the same crawl with `--changed` of its pages changed (of those, 80 %
-   edited: a sentence added to a paragraph; 10 % removed; 10 % added as new pages).
+   edited: a sentence added to a paragraph; 10 % removed; 10 % added as new pages);
+3. unchanged: the second crawl again, so nothing changed: the least an incremental
+   rebuild of these 5,000 pages can do;
+4. sample: the bundled sample (a dozen pages) on a data directory of its own: what any
+   rebuild costs whatever its size (interpreter, imports, Prefect's flow and task runs,
+   validation, publishing), the floor under every incremental run.
 
 Before them, one untimed rebuild of the bundled sample starts Prefect's API once, so the
 first timed run does not pay for creating Prefect's database.
@@ -98,12 +103,18 @@ def main() -> int:
                 data_dir = work / api / "data"
                 print(f"untimed warm-up ({api} API): a rebuild of the sample ...", flush=True)
                 rebuild(SAMPLE_CRAWL, work / api / "warm-up", "warm-up", args.workers, env)
-                pair = [
+                measured = [
                     measure("full", full_crawl, data_dir, args.workers, env, api),
                     measure("incremental", changed_crawl, data_dir, args.workers, env, api),
                 ]
                 check_changes(data_dir, changes)
-            runs += pair
+                measured += [
+                    measure("unchanged", changed_crawl, data_dir, args.workers, env, api),
+                    measure("sample", SAMPLE_CRAWL, work / api / "floor", args.workers, env, api),
+                ]
+                if measured[2]["upsert"] or measured[2]["delete"]:
+                    raise SystemExit("the unchanged crawl's change set is not empty")
+            runs += measured
     for api in apis:
         print_table([run for run in runs if run["api"] == api], args, api)
     if args.json:
@@ -376,7 +387,7 @@ def check_changes(data_dir: Path, expected: dict) -> None:
 
 
 def print_table(runs: list[dict], args: argparse.Namespace, api: str) -> None:
-    full, incremental = runs
+    full, incremental, *_ = runs
     mb = 1024**2
     print()
     where = {"temporary": "Prefect's temporary API", "server": "a running `prefect server`"}
@@ -405,12 +416,14 @@ def print_table(runs: list[dict], args: argparse.Namespace, api: str) -> None:
             f"{run['duplicate_chunks_dropped']} duplicate chunks dropped; "
             f"published: {'yes' if run['published'] else 'NO'}"
         )
+    for run in runs[1:]:
+        print(
+            f"{run['run']} / full: {run['seconds'] / full['seconds']:.1%} of the wall time, "
+            f"{run['flow_seconds'] / full['flow_seconds']:.1%} of the flow run"
+        )
     wall_ratio = incremental["seconds"] / full["seconds"]
     flow_ratio = incremental["flow_seconds"] / full["flow_seconds"]
     peak = max(run["peak_tree_bytes"] for run in runs)
-    print(
-        f"incremental / full: {wall_ratio:.1%} of the wall time, {flow_ratio:.1%} of the flow run"
-    )
     print()
     verdicts = [
         (
