@@ -56,6 +56,7 @@ import json
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -117,8 +118,10 @@ def main() -> int:
                 if measured[2]["upsert"] or measured[2]["delete"]:
                     raise SystemExit("the unchanged crawl's change set is not empty")
             runs += measured
+    imports = {module: import_seconds(module) for module in FIXED_IMPORTS}
     for api in apis:
         print_table([run for run in runs if run["api"] == api], args, api)
+        print_fixed_costs(imports, [run for run in runs if run["api"] == api])
     if args.json:
         write_json(args.json, runs)
     return 0
@@ -376,6 +379,32 @@ def measure(label: str, crawl: Path, data_dir: Path, workers: int, env: dict, ap
         flush=True,
     )
     return figures
+
+
+# What every rebuild imports in its fresh process, whatever the crawl's size: the flow
+# (Prefect, the chunker, pyarrow) and Great Expectations (in its helper or after chunking).
+FIXED_IMPORTS = ("flows.rebuild", "great_expectations")
+
+
+def import_seconds(module: str, repeat: int = 3) -> float:
+    """Median wall time of a fresh interpreter that imports `module` and exits."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def print_fixed_costs(imports: dict[str, float], runs: list[dict]) -> None:
+    """The imports every run pays, against the full rebuild's time."""
+    full = runs[0]
+    for module, seconds in imports.items():
+        print(
+            f"fixed: a fresh interpreter importing {module}: {seconds:.1f} s "
+            f"({seconds / full['seconds']:.1%} of the full rebuild's wall time, "
+            f"{seconds / full['flow_seconds']:.1%} of its flow run)"
+        )
 
 
 def check_changes(data_dir: Path, expected: dict) -> None:
