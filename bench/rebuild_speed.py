@@ -24,7 +24,9 @@ shut-down, assembly), of validation and of the machine's busy CPU-seconds during
 (every process: the flow's, its workers, Prefect's API server, anything else running), the
 median of each round's own ratio, and a ceiling: the 1-worker time over the least time
 the 2-worker run's CPU-seconds need on the machine's cores. No spreading of that work
-beats the ceiling; only less work does. The issue's target: 2 workers at least 1.6x faster
+beats the ceiling; only less work does. And Amdahl's bound: the speed-up if 2 workers
+halved the 1-worker run's chunk step and the rest of the flow (loading, validation,
+publishing, Prefect's bookkeeping) stayed as long as it was. The issue's target: 2 workers at least 1.6x faster
 than 1 over the whole rebuild.
 """
 
@@ -204,6 +206,13 @@ def print_table(results: dict, repeat: int, task_runner: str, pages: int) -> Non
     ceiling = median(1, "rebuild") / (median(2, "cpu") / cores)
     print(
         f"{'ceiling':22}{'':44}{ceiling:>9.2f}x  (1-worker time / (2-worker CPU-s / {cores} cores))"
+    )
+    # Amdahl's law: if 2 workers halved the chunk step and left the rest of the flow as it
+    # is on 1 worker, the run would be this much faster, and no more.
+    one, chunk = median(1, "rebuild"), median(1, "chunk")
+    print(
+        f"{'Amdahl':22}{'':44}{one / (one - chunk / 2):>9.2f}x"
+        f"  (1-worker time / (1-worker time - half its chunk + write))"
     )
     verdict = "met" if speedup >= TARGET else "NOT met"
     print(f"\ntarget: 2 workers >= {TARGET}x faster over the whole rebuild: {verdict}")
