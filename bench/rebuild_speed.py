@@ -26,8 +26,8 @@ median of each round's own ratio, and a ceiling: the 1-worker time over the leas
 the 2-worker run's CPU-seconds need on the machine's cores. No spreading of that work
 beats the ceiling; only less work does. And Amdahl's bound: the speed-up if 2 workers
 halved the 1-worker run's chunk step and the rest of the flow (loading, validation,
-publishing, Prefect's bookkeeping) stayed as long as it was. The issue's target: 2 workers at least 1.6x faster
-than 1 over the whole rebuild.
+publishing, Prefect's bookkeeping) stayed as long as it was. The issue's target: 2 workers
+at least 1.6x faster than 1 over the whole rebuild.
 """
 
 from __future__ import annotations
