@@ -21,7 +21,6 @@ import bisect
 import hashlib
 import mmap
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
@@ -38,7 +37,8 @@ from firechunk.validation_tables import ChunkFacts
 _ROOT = Path(__file__).resolve().parent.parent
 # The code that shapes chunk rows and facts, beyond what `chunker_version` covers.
 _ROW_SOURCES = [
-    _ROOT / "firechunk" / name for name in ("streaming.py", "outputs.py", "emissions.py")
+    _ROOT / "firechunk" / name
+    for name in ("chunk_rows.py", "streaming.py", "outputs.py", "emissions.py")
 ] + [_ROOT / "schemas" / name for name in ("chunk.py", "parquet.py", "report.py")]
 ROWS_VERSION_KEY = "rows_version"
 
@@ -114,23 +114,6 @@ def figures_of(outcome: StoredOutcome) -> dict[str, Any]:
         "removed_tokens": outcome.removed_tokens,
         "warnings": outcome.warnings,
     }
-
-
-def repeats_of(
-    text_hashes: list[str], seen: dict[str, str], id_of: Callable[[int], str]
-) -> tuple[list[str | None], list[str]]:
-    """The run's dropping rule for one page's drafts: a draft repeats a chunk kept before it
-    if its text hash is in `seen` (earlier pages: text hash -> chunk id) or is an earlier
-    kept draft's of the same page. Return, per draft, the id of the chunk it repeats (None:
-    kept), and the ids of the kept drafts, `id_of(position)` for each."""
-    own: dict[str, str] = {}
-    repeats: list[str | None] = []
-    for position, text_hash in enumerate(text_hashes):
-        earlier = seen.get(text_hash) or own.get(text_hash)
-        if earlier is None:
-            own[text_hash] = id_of(position)
-        repeats.append(earlier)
-    return repeats, list(own.values())
 
 
 class BaselineRows:

@@ -10,16 +10,15 @@ import hashlib
 import math
 import multiprocessing
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
+from firechunk.chunk_rows import page_rows
 from firechunk.chunker.overlap import overlap_after
 from firechunk.chunker.page import (
     ChunkerOptions,
-    DraftChunk,
     PageChunks,
     PageRejected,
     chunk_page,
@@ -27,7 +26,7 @@ from firechunk.chunker.page import (
 )
 from firechunk.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 from firechunk.urls import canonical_url
-from schemas.chunk import Chunk, ChunkData, ChunkMetadata, Headers, Overlap
+from schemas.chunk import Chunk
 from schemas.page import CrawlResult
 from schemas.report import (
     ChunkReport,
@@ -40,7 +39,6 @@ from schemas.report import (
 )
 
 # Fixed forever: changing it would change every chunk id.
-CHUNK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/firechunk/chunk-id")
 
 Progress = Callable[[int], None]  # called with the number of pages just finished
 
@@ -301,46 +299,26 @@ def primaries(
 
 
 def _emit_page(page, plan, result: PageChunks, alias_urls, seen, run) -> PageRecord:
+    """Add a chunked page's kept chunks to the run (`chunk_rows.page_rows`: the rule and the
+    rows the rebuild writes too), its repeats to the report; return its page record."""
     url = plan.canonical[page.index] or page.url
-    kept: list[Chunk] = []
-    previous: DraftChunk | None = None  # the draft of the last chunk kept
-    for position, draft in enumerate(result.chunks):
-        key = content_hash(draft.text)
-        chunk_id = str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{draft.text}"))
-        if key in seen:
-            run.report.duplicates.append(
-                DuplicateChunk(
-                    source_url=url,
-                    chunk_index=position,
-                    duplicate_of=seen[key],
-                    token_count=draft.tokens,
-                )
-            )
-            continue
-        seen[key] = chunk_id
-        kept.append(
-            Chunk(
-                chunk_id=chunk_id,
-                metadata=ChunkMetadata(
-                    token_count=draft.tokens,
-                    source_url=url,
-                    page_title=page.title,
-                    breadcrumb=draft.breadcrumb,
-                    chunk_index=len(kept),
-                    source_lines=draft.source_lines,
-                    aliases=alias_urls,
-                ),
-                data=ChunkData(
-                    headers=Headers(h1=draft.h1, h2=draft.h2),
-                    text=draft.text,
-                    overlap_text=Overlap(
-                        prev_chunk_id=kept[-1].chunk_id if kept else None,
-                        text=previous.overlap if previous else "",
-                    ),
-                ),
-            )
+    text_hashes = [content_hash(draft.text) for draft in result.chunks]
+    repeats, rows = page_rows(url, page.title, result.chunks, text_hashes, alias_urls, seen)
+    kept = [Chunk.model_validate(row) for row in rows]
+    kept_hashes = [
+        key for key, earlier in zip(text_hashes, repeats, strict=True) if earlier is None
+    ]
+    seen.update(zip(kept_hashes, (chunk.chunk_id for chunk in kept), strict=True))
+    run.report.duplicates.extend(
+        DuplicateChunk(
+            source_url=url,
+            chunk_index=position,
+            duplicate_of=earlier,
+            token_count=result.chunks[position].tokens,
         )
-        previous = draft
+        for position, earlier in enumerate(repeats)
+        if earlier is not None
+    )
     run.chunks.extend(kept)
     run.report.warnings.extend(f"{url}: {warning}" for warning in result.warnings)
     return chunked_record(page, plan, alias_urls, result, [c.metadata.token_count for c in kept])

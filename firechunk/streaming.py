@@ -14,15 +14,15 @@ The rules are `firechunk.pipeline.assemble`'s, applied to the same outcomes: pag
 the same cleaned content are chunked once under the smallest canonical URL and the others
 become aliases; a chunk whose normalised text repeats an earlier chunk of the run is
 dropped and reported; ids are uuid5 of canonical URL and text; each chunk's overlap comes
-from the chunk kept before it on its page. `tests/test_incremental.py` checks that both
-give the same chunks, pages and report.
+from the chunk kept before it on its page. The last three, and each row, come from
+`firechunk.chunk_rows`, which both use. `tests/test_incremental.py` checks that both give
+the same chunks, pages and report.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,19 +30,18 @@ from typing import Any
 import pyarrow as pa
 
 from firechunk.atomic import write_json
+from firechunk.chunk_rows import check_row_shape, page_rows, repeats_of
 from firechunk.emissions import (
     ROWS_VERSION_KEY,
     BaselineRows,
     PageEmission,
     facts_to_json,
     figures_of,
-    repeats_of,
     rows_version,
 )
 from firechunk.incremental import OutcomeStore, StoredDraft, StoredOutcome
 from firechunk.outputs import REPORT_JSON, ChunkFileWriter, RowSpan, write_page_files
 from firechunk.pipeline import (
-    CHUNK_NAMESPACE,
     AliasPlan,
     PageInput,
     alias_record,
@@ -53,7 +52,6 @@ from firechunk.pipeline import (
     quarantine_records,
 )
 from firechunk.validation_tables import ChunkFacts
-from schemas.chunk import Chunk
 from schemas.report import (
     ChunkReport,
     DuplicateChunk,
@@ -302,30 +300,20 @@ def _build_page(
     repeats a chunk kept before it (on this page or an earlier one) is dropped."""
     url = plan.canonical[page.index] or page.url
     drafts = outcome.drafts
-    repeats, kept_ids = repeats_of(
-        [draft.text_hash for draft in drafts],
-        state.seen,
-        lambda position: str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{drafts[position].text}")),
-    )
-    kept_drafts = [draft for draft, earlier in zip(drafts, repeats, strict=True) if earlier is None]
-    kept = list(zip(kept_ids, kept_drafts, strict=True))
-    rows: list[dict[str, Any]] = []
-    facts: list[ChunkFacts] = []
-    for index, (chunk_id, draft) in enumerate(kept):
-        previous = kept[index - 1] if index else None
-        row = _chunk_row(chunk_id, draft, url, page.title, index, alias_urls, previous)
-        if not state.shape_checked:
-            _check_row_shape(row)
-            state.shape_checked = True
-        rows.append(row)
-        facts.append(_facts(row, draft))
+    text_hashes = [draft.text_hash for draft in drafts]
+    repeats, rows = page_rows(url, page.title, drafts, text_hashes, alias_urls, state.seen)
+    if rows and not state.shape_checked:
+        check_row_shape(rows[0])
+        state.shape_checked = True
+    kept = [draft for draft, earlier in zip(drafts, repeats, strict=True) if earlier is None]
+    facts = [_facts(row, draft) for row, draft in zip(rows, kept, strict=True)]
     span, digests = state.writer.add_rows(rows)
     emission = PageEmission(
         url=url,
         title=page.title,
         aliases=list(alias_urls),
         repeats=repeats,
-        text_hashes=[draft.text_hash for draft in drafts],
+        text_hashes=text_hashes,
         tokens=[draft.tokens for draft in drafts],
         facts=[facts_to_json(chunk) for chunk in facts],
         figures=figures_of(outcome),
@@ -364,49 +352,6 @@ def _apply_page(
         state.removed[rule] = state.removed.get(rule, 0) + tokens
     tokens = [chunk.token_count for chunk in facts]
     return chunked_record(page, plan, emission.aliases, figures, tokens)
-
-
-def _chunk_row(
-    chunk_id: str,
-    draft: StoredDraft,
-    url: str,
-    title: str,
-    index: int,
-    aliases: list[str],
-    previous: tuple[str, StoredDraft] | None,
-) -> dict[str, Any]:
-    """The chunk's JSON object, key for key what `Chunk.to_json()` gives."""
-    return {
-        "chunk_id": chunk_id,
-        "metadata": {
-            "token_count": draft.tokens,
-            "sourceUrl": url,
-            "page_title": title,
-            "breadcrumb": list(draft.breadcrumb),
-            "chunk_index": index,
-            "source_lines": list(draft.source_lines),
-            "aliases": list(aliases),
-        },
-        "data": {
-            "headers": {"h1": draft.h1, "h2": draft.h2},
-            "text": draft.text,
-            "overlap_text": {
-                "prev_chunk_id": previous[0] if previous else None,
-                "text": previous[1].overlap if previous else "",
-            },
-        },
-    }
-
-
-def _check_row_shape(row: dict[str, Any]) -> None:
-    """The rows are built here, not by the model: a field added to `Chunk` must stop the run
-    rather than go missing from the files. Checked on the run's first row."""
-    expected = Chunk.model_validate(row).to_json()
-    if expected != row:
-        raise ValueError(
-            "firechunk.streaming builds chunk rows that differ from schemas.chunk.Chunk: "
-            f"{sorted(expected)} vs {sorted(row)}; update _chunk_row"
-        )
 
 
 def _facts(row: dict[str, Any], draft: StoredDraft) -> ChunkFacts:

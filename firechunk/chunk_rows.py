@@ -1,0 +1,111 @@
+"""A chunked page's rows: which of its drafts are kept, their ids, and each kept chunk's JSON.
+
+One definition for both ways a run is put together: in memory (`firechunk.pipeline.assemble`,
+for `firechunk chunk` and the chunk flow) and written as it goes (`firechunk.streaming`, the
+rebuild), so the two cannot drift apart. A row is the chunk's JSON object exactly as
+`schemas.chunk.Chunk.to_json()` gives it (`check_row_shape` holds them together).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from firechunk.chunker.page import DraftChunk
+from schemas.chunk import Chunk
+
+CHUNK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/firechunk/chunk-id")
+
+
+def chunk_id(url: str, text: str) -> str:
+    """uuid5 of the page's canonical URL and the chunk's text: the same input, the same id."""
+    return str(uuid.uuid5(CHUNK_NAMESPACE, f"{url}\n{text}"))
+
+
+def repeats_of(
+    text_hashes: list[str], seen: dict[str, str], id_of: Callable[[int], str]
+) -> tuple[list[str | None], list[str]]:
+    """The run's dropping rule for one page's drafts: a draft repeats a chunk kept before it
+    if its text hash is in `seen` (earlier pages: text hash -> chunk id) or is an earlier
+    kept draft's of the same page. Return, per draft, the id of the chunk it repeats (None:
+    kept), and the ids of the kept drafts, `id_of(position)` for each."""
+    own: dict[str, str] = {}
+    repeats: list[str | None] = []
+    for position, text_hash in enumerate(text_hashes):
+        earlier = seen.get(text_hash) or own.get(text_hash)
+        if earlier is None:
+            own[text_hash] = id_of(position)
+        repeats.append(earlier)
+    return repeats, list(own.values())
+
+
+def page_rows(
+    url: str,
+    title: str,
+    drafts: list[DraftChunk],
+    text_hashes: list[str],
+    aliases: list[str],
+    seen: dict[str, str],
+) -> tuple[list[str | None], list[dict[str, Any]]]:
+    """The rows of a page's kept drafts, in order, and per draft what it repeats
+    (`repeats_of`). `url` is the page's canonical URL; `seen` is not changed."""
+    repeats, kept_ids = repeats_of(
+        text_hashes, seen, lambda position: chunk_id(url, drafts[position].text)
+    )
+    kept = list(
+        zip(
+            kept_ids,
+            [draft for draft, earlier in zip(drafts, repeats, strict=True) if earlier is None],
+            strict=True,
+        )
+    )
+    rows = [
+        chunk_row(kept_id, draft, url, title, index, aliases, kept[index - 1] if index else None)
+        for index, (kept_id, draft) in enumerate(kept)
+    ]
+    return repeats, rows
+
+
+def chunk_row(
+    row_id: str,
+    draft: DraftChunk,
+    url: str,
+    title: str,
+    index: int,
+    aliases: list[str],
+    previous: tuple[str, DraftChunk] | None,
+) -> dict[str, Any]:
+    """The chunk's JSON object; `previous` is the kept chunk before it on its page (its id
+    and draft), whose overlap text this chunk carries."""
+    return {
+        "chunk_id": row_id,
+        "metadata": {
+            "token_count": draft.tokens,
+            "sourceUrl": url,
+            "page_title": title,
+            "breadcrumb": list(draft.breadcrumb),
+            "chunk_index": index,
+            "source_lines": list(draft.source_lines),
+            "aliases": list(aliases),
+        },
+        "data": {
+            "headers": {"h1": draft.h1, "h2": draft.h2},
+            "text": draft.text,
+            "overlap_text": {
+                "prev_chunk_id": previous[0] if previous else None,
+                "text": previous[1].overlap if previous else "",
+            },
+        },
+    }
+
+
+def check_row_shape(row: dict[str, Any]) -> None:
+    """The rows are built here, not by the model: a field added to `Chunk` must stop the run
+    rather than go missing from the files."""
+    expected = Chunk.model_validate(row).to_json()
+    if expected != row:
+        raise ValueError(
+            "firechunk.chunk_rows builds chunk rows that differ from schemas.chunk.Chunk: "
+            f"{sorted(expected)} vs {sorted(row)}; update chunk_row"
+        )
