@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +15,8 @@ from firechunk.validation import validate_tables
 from firechunk.validation_process import HELPER_MIN_PAGES, ValidationProcess
 from firechunk.validation_tables import build_tables
 from tests.synthetic_runs import clean_run, missing_h2_run
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def verdict(outcome) -> dict:
@@ -64,3 +69,36 @@ def test_a_process_that_has_imported_gx_and_no_helper_validates_in_itself(monkey
 def test_a_running_helper_validates_every_run_after(monkeypatch):
     ValidationProcess(helper=True)  # started: its imports are paid
     assert ValidationProcess.for_run(1, reuse=None).in_helper
+
+
+PROBE_MAIN = """
+import os
+import sys
+from pathlib import Path
+
+if __name__ == "__mp_main__":  # a spawned child importing this file again
+    Path(os.environ["MAIN_IMPORTED"]).write_text("imported")
+if __name__ == "__main__":
+    sys.path.insert(0, os.environ["REPO"])
+    from firechunk.validation_process import _start_helper
+
+    print("helper pid", _start_helper().submit(os.getpid).result(), "mine", os.getpid())
+"""
+
+
+def test_the_helper_does_not_import_the_parent_s_main_module(tmp_path):
+    """A deployment's flow run has `prefect.engine` as its main module: seconds of imports
+    the helper would pay before it can validate, and does not need."""
+    probe = tmp_path / "probe_main.py"
+    probe.write_text(PROBE_MAIN, encoding="utf-8")
+    marker = tmp_path / "main-imported"
+    env = {**os.environ, "MAIN_IMPORTED": str(marker), "REPO": str(ROOT)}
+
+    done = subprocess.run(
+        [sys.executable, str(probe)], env=env, capture_output=True, text=True, timeout=300
+    )
+
+    assert done.returncode == 0, done.stderr
+    helper_pid, own_pid = done.stdout.split()[2::2]
+    assert helper_pid != own_pid
+    assert not marker.exists()
