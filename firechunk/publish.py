@@ -38,7 +38,7 @@ RUNS_DIR = "runs"
 LATEST = "latest"
 STATUS_JSON = "status.json"
 PUBLISH_LOCK = ".publish.lock"
-_RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
+RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
 
 
 def build_and_publish(
@@ -212,7 +212,7 @@ def claim_run_dir(runs_dir: Path, run_id: str | None = None) -> tuple[str, Path]
     """Create the run's directory; creating it is what makes the id ours (never reused)."""
     runs_dir.mkdir(parents=True, exist_ok=True)
     if run_id is not None:
-        if not _RUN_ID.fullmatch(run_id):
+        if not RUN_ID.fullmatch(run_id):
             raise ValueError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
         run_dir = runs_dir / run_id
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from prefect import flow
 from prefect.utilities.annotations import quote
 
+from firechunk.retention import check_keep
 from firechunk.validation_process import ValidationProcess
 from flows.crawl import crawl as crawl_flow
 from flows.names import SUPABASE_DOCS, site_and_date
@@ -25,7 +26,7 @@ from tasks.artifacts import report_to_dashboard, timed
 from tasks.chunk import chunk_into_store
 from tasks.crawl import DEFAULT_SECRET_BLOCK, load_crawl
 from tasks.incremental import start_rebuild, write_run
-from tasks.publish import publish_written, raise_if_failed
+from tasks.publish import prune_old_runs, publish_written, raise_if_failed
 from tasks.runners import TaskRunnerKind, make_task_runner
 
 
@@ -45,13 +46,16 @@ def rebuild(
     secret_block: str = DEFAULT_SECRET_BLOCK,
     run_id: str | None = None,
     full: bool = False,
+    keep_runs: int = 14,
 ) -> PublishResult:
     """Rebuild the chunks of `site_url`, or of the saved crawl `replay` (no network).
 
     The run is written to `data_dir/runs/<run-id>/` and becomes `data_dir/latest` only if
     it passed validation; a failed validation fails the flow run after the dashboard has
-    the report. Pages the last good run chunked are reused unless `full`.
+    the report. Pages the last good run chunked are reused unless `full`. Once a run is
+    published, finished runs beyond the `keep_runs` newest are removed (0 keeps them all).
     """
+    check_keep(keep_runs)  # before any work: a typo must not cost a crawl
     seconds: dict[str, float] = {}
     with timed(seconds, "crawl" if replay is None else "load replay"):
         if replay is None:
@@ -80,4 +84,5 @@ def rebuild(
     seconds["total"] = sum(seconds.values())
     report_to_dashboard(written.report, seconds, result)
     raise_if_failed(result)
+    prune_old_runs(data_dir, keep_runs)
     return result

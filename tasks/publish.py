@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 
 from firechunk.publish import build_and_publish, format_result
 from firechunk.rebuild import RunStart, publish_stage
+from firechunk.retention import prune_runs
 from firechunk.streaming import WrittenRun
 from firechunk.validation_process import ValidationProcess
 from schemas.publish import PublishResult
@@ -50,6 +51,21 @@ def _log(result: PublishResult) -> None:
         logger.info(message)
     else:
         logger.error(message)
+
+
+@task(name="prune-old-runs", cache_policy=NO_CACHE)
+def prune_old_runs(data_dir: Path, keep: int) -> list[str]:
+    """After a run was published: remove finished runs beyond the `keep` newest
+    (`firechunk.retention`); 0 keeps every run."""
+    removed = prune_runs(Path(data_dir), keep)
+    if removed:
+        get_run_logger().info(
+            "removed %d old run(s), keeping the %d newest: %s",
+            len(removed),
+            keep,
+            ", ".join(removed),
+        )
+    return removed
 
 
 def raise_if_failed(result: PublishResult) -> None:

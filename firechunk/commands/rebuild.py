@@ -82,6 +82,14 @@ def rebuild(
             "(changes.json is still relative to that run).",
         ),
     ] = False,
+    keep_runs: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Once a run is published, keep this many finished runs in runs/ (the "
+            "published one among them) and remove older ones; 0 keeps every run.",
+        ),
+    ] = 14,
 ) -> None:
     """Crawl (or replay), chunk, validate and publish: the rebuild flow, run locally."""
     os.environ.setdefault(
@@ -89,6 +97,7 @@ def rebuild(
     )
     from firechunk.crawl import CrawlError
     from firechunk.crawlfile import CrawlFileError
+    from firechunk.retention import check_keep
     from flows.rebuild import rebuild as rebuild_flow
     from tasks.publish import RunNotPublished
 
@@ -107,7 +116,13 @@ def rebuild(
         "secret_block": secret_block,
         "run_id": run_id,
         "full": full,
+        "keep_runs": keep_runs,
     }
+    try:
+        check_keep(keep_runs)  # before Prefect starts
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None
     try:
         result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})
     except RunNotPublished as failed:

@@ -1,0 +1,81 @@
+"""Old runs are removed after a newer run is published, so nightly rebuilds do not fill the disk.
+
+Every run directory holds a whole run: its chunk files, `pages.parquet`, validation results
+and the outcome store the next run reuses, about 100 MB for 5,000 pages. A nightly
+deployment would keep adding that forever. `prune_runs` keeps:
+
+- the run `latest` points at (the published one, and the next run's baseline);
+- the `keep` most recently finished runs (passed, failed or superseded alike, so a failed
+  night stays there to be looked at), `latest` counted among them;
+- every run that has not finished: no `status.json` yet, so it may be running now.
+
+It removes the other run directories under `runs/`. Each is first renamed out of `runs/`,
+then deleted: an interrupted removal leaves a hidden directory, never half a run that looks
+like a run.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, STATUS_JSON
+from schemas.publish import RunStatus
+
+# The least `keep` allowed: the published run and the one before it, which a run that
+# started before the last publication may still be reading as its baseline.
+MIN_KEEP = 2
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    run_id: str
+    run_dir: Path
+    finished_at: str  # UTC, ISO 8601: sorts in time order
+
+
+def check_keep(keep: int) -> None:
+    """`keep` as a rebuild takes it: 0 keeps every run, else at least `MIN_KEEP`."""
+    if keep != 0 and keep < MIN_KEEP:
+        raise ValueError(f"keep_runs must be 0 (keep every run) or at least {MIN_KEEP}, got {keep}")
+
+
+def prune_runs(data_dir: Path, keep: int) -> list[str]:
+    """Remove finished runs beyond the `keep` newest (never `latest`, never an unfinished
+    run); return the ids removed, oldest first. `keep` 0 removes nothing."""
+    check_keep(keep)
+    if keep == 0:
+        return []
+    data_dir = Path(data_dir)
+    latest = (data_dir / LATEST).resolve() if (data_dir / LATEST).is_symlink() else None
+    runs = sorted(finished_runs(data_dir / RUNS_DIR), key=lambda run: (run.finished_at, run.run_id))
+    kept = {run.run_dir for run in runs[-keep:]}
+    doomed = [run for run in runs if run.run_dir not in kept and run.run_dir.resolve() != latest]
+    for run in doomed:
+        _remove(run.run_dir)
+    return [run.run_id for run in doomed]
+
+
+def finished_runs(runs_dir: Path) -> list[FinishedRun]:
+    """The run directories in `runs_dir` that have a readable `status.json`."""
+    found = []
+    for run_dir in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
+        status_file = run_dir / STATUS_JSON
+        if not (RUN_ID.fullmatch(run_dir.name) and run_dir.is_dir() and status_file.is_file()):
+            continue
+        try:
+            status = RunStatus.model_validate_json(status_file.read_bytes())
+        except (OSError, ValidationError):
+            continue  # unreadable: not ours to judge, so not ours to remove
+        found.append(FinishedRun(run_dir.name, run_dir, status.finished_at))
+    return found
+
+
+def _remove(run_dir: Path) -> None:
+    hidden = run_dir.with_name(f".removing-{run_dir.name}-{secrets.token_hex(3)}")
+    run_dir.rename(hidden)
+    shutil.rmtree(hidden)

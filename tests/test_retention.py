@@ -1,0 +1,76 @@
+"""Old runs are removed after a publication: `latest`, the newest finished runs and every
+unfinished run stay."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from firechunk.cli import app
+from firechunk.publish import RUNS_DIR, switch_latest, write_status
+from firechunk.retention import prune_runs
+from schemas.publish import RunStatus
+from tests.prefect_helpers import SAMPLE_CRAWL
+
+
+def finished(data_dir, run_id: str, at: str, status: str = "passed"):
+    run_dir = data_dir / RUNS_DIR / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "chunks.json").write_text("[]\n")
+    write_status(run_dir, RunStatus(run_id=run_id, status=status, finished_at=at))
+    return run_dir
+
+
+def run_names(data_dir) -> set[str]:
+    return {path.name for path in (data_dir / RUNS_DIR).iterdir()}
+
+
+def test_the_newest_runs_latest_and_unfinished_runs_stay(tmp_path):
+    # Ids do not sort in time order here: the finishing time decides.
+    oldest = finished(tmp_path, "b-oldest", "2026-11-01T03:10:00+00:00")
+    finished(tmp_path, "a-failed", "2026-11-02T03:10:00+00:00", status="failed")
+    finished(tmp_path, "d-third", "2026-11-03T03:10:00+00:00")
+    published = finished(tmp_path, "c-newest", "2026-11-04T03:10:00+00:00")
+    switch_latest(tmp_path, published)
+    (tmp_path / RUNS_DIR / "e-running").mkdir()  # started, no status.json yet
+    (tmp_path / RUNS_DIR / ".publish.lock").write_text("")
+
+    removed = prune_runs(tmp_path, keep=3)
+
+    assert removed == ["b-oldest"]
+    assert not oldest.exists()
+    assert run_names(tmp_path) == {"a-failed", "d-third", "c-newest", "e-running", ".publish.lock"}
+
+
+def test_latest_stays_when_newer_runs_failed(tmp_path):
+    published = finished(tmp_path, "good", "2026-11-01T03:10:00+00:00")
+    switch_latest(tmp_path, published)
+    for night in (2, 3, 4):
+        finished(tmp_path, f"failed-{night}", f"2026-11-0{night}T03:10:00+00:00", "failed")
+
+    assert prune_runs(tmp_path, keep=2) == ["failed-2"]
+    assert run_names(tmp_path) == {"good", "failed-3", "failed-4"}
+    assert (tmp_path / "latest").resolve() == published.resolve()
+
+
+def test_keep_zero_removes_nothing_and_one_is_refused(tmp_path):
+    for night in (1, 2, 3):
+        finished(tmp_path, f"night-{night}", f"2026-11-0{night}T03:10:00+00:00")
+
+    assert prune_runs(tmp_path, keep=0) == []
+    with pytest.raises(ValueError, match="at least 2"):
+        prune_runs(tmp_path, keep=1)
+    assert run_names(tmp_path) == {"night-1", "night-2", "night-3"}
+
+
+def test_a_rebuild_removes_old_runs_once_it_is_published(prefect_api, tmp_path):
+    data_dir = tmp_path / "data"
+    args = ["rebuild", "--replay", str(SAMPLE_CRAWL), "--data-dir", str(data_dir)]
+    for night in (1, 2, 3):
+        result = CliRunner().invoke(app, [*args, "--run-id", f"n{night}", "--keep-runs", "2"])
+        assert result.exit_code == 0, result.output
+
+    assert run_names(data_dir) - {".publish.lock"} == {"n2", "n3"}
+    assert (data_dir / "latest").resolve() == (data_dir / RUNS_DIR / "n3").resolve()
+    refused = CliRunner().invoke(app, [*args, "--keep-runs", "1"])
+    assert refused.exit_code == 2 and "at least 2" in refused.output
