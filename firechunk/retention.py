@@ -55,9 +55,7 @@ def prune_runs(data_dir: Path, keep: int) -> list[str]:
     runs = sorted(finished_runs(data_dir / RUNS_DIR), key=lambda run: (run.finished_at, run.run_id))
     kept = {run.run_dir for run in runs[-keep:]}
     doomed = [run for run in runs if run.run_dir not in kept and run.run_dir.resolve() != latest]
-    for run in doomed:
-        _remove(run.run_dir)
-    return [run.run_id for run in doomed]
+    return [run.run_id for run in doomed if _remove(run.run_dir)]
 
 
 def finished_runs(runs_dir: Path) -> list[FinishedRun]:
@@ -75,7 +73,13 @@ def finished_runs(runs_dir: Path) -> list[FinishedRun]:
     return found
 
 
-def _remove(run_dir: Path) -> None:
+def _remove(run_dir: Path) -> bool:
+    """Remove a run directory; False if it was gone already (another rebuild, finishing at
+    the same time, removed it)."""
     hidden = run_dir.with_name(f".removing-{run_dir.name}-{secrets.token_hex(3)}")
-    run_dir.rename(hidden)
+    try:
+        run_dir.rename(hidden)
+    except FileNotFoundError:
+        return False
     shutil.rmtree(hidden)
+    return True

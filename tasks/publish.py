@@ -56,10 +56,16 @@ def _log(result: PublishResult) -> None:
 @task(name="prune-old-runs", cache_policy=NO_CACHE)
 def prune_old_runs(data_dir: Path, keep: int) -> list[str]:
     """After a run was published: remove finished runs beyond the `keep` newest
-    (`firechunk.retention`); 0 keeps every run."""
-    removed = prune_runs(Path(data_dir), keep)
+    (`firechunk.retention`); 0 keeps every run. A removal that fails is logged, not raised:
+    the run is published, and the next run tries again."""
+    logger = get_run_logger()
+    try:
+        removed = prune_runs(Path(data_dir), keep)
+    except OSError as error:
+        logger.warning("could not remove old runs from %s: %s", data_dir, error)
+        return []
     if removed:
-        get_run_logger().info(
+        logger.info(
             "removed %d old run(s), keeping the %d newest: %s",
             len(removed),
             keep,

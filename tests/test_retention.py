@@ -3,9 +3,12 @@ unfinished run stay."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from typer.testing import CliRunner
 
+from firechunk import retention
 from firechunk.cli import app
 from firechunk.publish import RUNS_DIR, switch_latest, write_status
 from firechunk.retention import prune_runs
@@ -74,3 +77,17 @@ def test_a_rebuild_removes_old_runs_once_it_is_published(prefect_api, tmp_path):
     assert (data_dir / "latest").resolve() == (data_dir / RUNS_DIR / "n3").resolve()
     refused = CliRunner().invoke(app, [*args, "--keep-runs", "1"])
     assert refused.exit_code == 2 and "at least 2" in refused.output
+
+
+def test_a_run_another_rebuild_removed_meanwhile_is_skipped(tmp_path, monkeypatch):
+    runs = [
+        finished(tmp_path, f"night-{night}", f"2026-11-0{night}T03:10:00+00:00")
+        for night in (1, 2, 3, 4)
+    ]
+    listed = retention.finished_runs(tmp_path / RUNS_DIR)
+    for run_dir in runs[:2]:  # a rebuild finishing at the same time got there first
+        shutil.rmtree(run_dir)
+    monkeypatch.setattr(retention, "finished_runs", lambda _runs_dir: listed)
+
+    assert prune_runs(tmp_path, keep=2) == []
+    assert run_names(tmp_path) == {"night-3", "night-4"}
