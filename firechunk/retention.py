@@ -1,4 +1,5 @@
-"""Old runs are removed after a newer run is published, so nightly rebuilds do not fill the disk.
+"""Old runs and raw crawls are removed after a run is published, so nightly rebuilds do not
+fill the disk.
 
 Every run directory holds a whole run: its chunk files, `pages.parquet`, validation results
 and the outcome store the next run reuses, about 100 MB for 5,000 pages. A nightly
@@ -12,6 +13,11 @@ deployment would keep adding that forever. `prune_runs` keeps:
 It removes the other run directories under `runs/`. Each is first renamed out of `runs/`,
 then deleted: an interrupted removal leaves a hidden directory, never half a run that looks
 like a run.
+
+Each nightly crawl also leaves its raw pages (`raw/<job-id>/`, about 90 MB for 5,000 pages).
+`prune_raw_crawls` keeps the `keep` newest complete crawls, every crawl a job state under
+`jobs/` names (it may be resumed), every crawl still downloading (no `crawl.json` yet), and
+the crawl the run was rebuilt from.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from firechunk.crawl.jobstate import CrawlPaths
 from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, STATUS_JSON
+from schemas.job import CrawlJobState
 from schemas.publish import RunStatus
 
 # The least `keep` allowed: the published run and the one before it, which a run that
@@ -73,9 +81,47 @@ def finished_runs(runs_dir: Path) -> list[FinishedRun]:
     return found
 
 
+def prune_raw_crawls(data_dir: Path, keep: int, *, spare: Path | None = None) -> list[str]:
+    """Remove complete raw crawls beyond the `keep` newest (by when `crawl.json` was
+    written); never one a job state names, one still downloading, or the one holding
+    `spare`. Return the job ids removed. `keep` 0 removes nothing; so does a job state
+    that cannot be read (which crawls it needs is then unknown)."""
+    check_keep(keep)
+    paths = CrawlPaths(Path(data_dir))
+    named = _job_ids_named(Path(data_dir) / "jobs")
+    raw_root = Path(data_dir) / "raw"
+    if keep == 0 or named is None or not raw_root.is_dir():
+        return []
+    spared = Path(spare).resolve().parent if spare is not None else None
+    complete = sorted(
+        (paths.crawl_file(raw.name).stat().st_mtime, raw.name)
+        for raw in raw_root.iterdir()
+        if raw.is_dir() and not raw.name.startswith(".") and paths.crawl_file(raw.name).is_file()
+    )
+    doomed = [
+        job_id
+        for _, job_id in complete[:-keep]
+        if job_id not in named and paths.raw_dir(job_id).resolve() != spared
+    ]
+    return [job_id for job_id in doomed if _remove(paths.raw_dir(job_id))]
+
+
+def _job_ids_named(jobs_dir: Path) -> set[str] | None:
+    """The job ids the job state files name; None if one cannot be read."""
+    named = set()
+    for state_file in sorted(jobs_dir.glob("*.json")) if jobs_dir.is_dir() else []:
+        try:
+            state = CrawlJobState.model_validate_json(state_file.read_bytes())
+        except (OSError, ValidationError):
+            return None
+        if state.job_id:
+            named.add(state.job_id)
+    return named
+
+
 def _remove(run_dir: Path) -> bool:
-    """Remove a run directory; False if it was gone already (another rebuild, finishing at
-    the same time, removed it)."""
+    """Remove a run's (or a raw crawl's) directory; False if it was gone already (another
+    rebuild, finishing at the same time, removed it)."""
     hidden = run_dir.with_name(f".removing-{run_dir.name}-{secrets.token_hex(3)}")
     try:
         run_dir.rename(hidden)

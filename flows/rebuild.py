@@ -53,7 +53,8 @@ def rebuild(
     The run is written to `data_dir/runs/<run-id>/` and becomes `data_dir/latest` only if
     it passed validation; a failed validation fails the flow run after the dashboard has
     the report. Pages the last good run chunked are reused unless `full`. Once a run is
-    published, finished runs beyond the `keep_runs` newest are removed (0 keeps them all).
+    published, finished runs and raw crawls beyond the `keep_runs` newest are removed (0
+    keeps them all).
     """
     check_keep(keep_runs)  # before any work: a typo must not cost a crawl
     seconds: dict[str, float] = {}
@@ -84,5 +85,5 @@ def rebuild(
     seconds["total"] = sum(seconds.values())
     report_to_dashboard(written.report, seconds, result)
     raise_if_failed(result)
-    prune_old_runs(data_dir, keep_runs)
+    prune_old_runs(data_dir, keep_runs, replay)
     return result

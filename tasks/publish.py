@@ -14,7 +14,7 @@ from prefect.cache_policies import NO_CACHE
 
 from firechunk.publish import build_and_publish, format_result
 from firechunk.rebuild import RunStart, publish_stage
-from firechunk.retention import prune_runs
+from firechunk.retention import prune_raw_crawls, prune_runs
 from firechunk.streaming import WrittenRun
 from firechunk.validation_process import ValidationProcess
 from schemas.publish import PublishResult
@@ -54,24 +54,28 @@ def _log(result: PublishResult) -> None:
 
 
 @task(name="prune-old-runs", cache_policy=NO_CACHE)
-def prune_old_runs(data_dir: Path, keep: int) -> list[str]:
-    """After a run was published: remove finished runs beyond the `keep` newest
-    (`firechunk.retention`); 0 keeps every run. A removal that fails is logged, not raised:
-    the run is published, and the next run tries again."""
+def prune_old_runs(data_dir: Path, keep: int, crawl_file: Path | None = None) -> list[str]:
+    """After a run was published: remove finished runs and raw crawls beyond the `keep`
+    newest (`firechunk.retention`), never `crawl_file`'s, the crawl the run was rebuilt
+    from; 0 keeps everything. A removal that fails is logged, not raised: the run is
+    published, and the next run tries again."""
     logger = get_run_logger()
     try:
-        removed = prune_runs(Path(data_dir), keep)
+        runs = prune_runs(Path(data_dir), keep)
+        crawls = prune_raw_crawls(Path(data_dir), keep, spare=crawl_file)
     except OSError as error:
         logger.warning("could not remove old runs from %s: %s", data_dir, error)
         return []
-    if removed:
-        logger.info(
-            "removed %d old run(s), keeping the %d newest: %s",
-            len(removed),
-            keep,
-            ", ".join(removed),
-        )
-    return removed
+    for what, removed in (("run", runs), ("raw crawl", crawls)):
+        if removed:
+            logger.info(
+                "removed %d old %s(s), keeping the %d newest: %s",
+                len(removed),
+                what,
+                keep,
+                ", ".join(removed),
+            )
+    return runs + crawls
 
 
 def raise_if_failed(result: PublishResult) -> None:

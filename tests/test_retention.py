@@ -3,7 +3,9 @@ unfinished run stay."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -11,7 +13,8 @@ from typer.testing import CliRunner
 from firechunk import retention
 from firechunk.cli import app
 from firechunk.publish import RUNS_DIR, switch_latest, write_status
-from firechunk.retention import prune_runs
+from firechunk.retention import prune_raw_crawls, prune_runs
+from schemas.job import CrawlJobState, CrawlTarget
 from schemas.publish import RunStatus
 from tests.prefect_helpers import SAMPLE_CRAWL
 
@@ -68,6 +71,8 @@ def test_keep_zero_removes_nothing_and_one_is_refused(tmp_path):
 
 def test_a_rebuild_removes_old_runs_once_it_is_published(prefect_api, tmp_path):
     data_dir = tmp_path / "data"
+    for job_id, age in [("crawl-a", 30), ("crawl-b", 20), ("crawl-c", 10)]:
+        raw_crawl(data_dir, job_id, age)
     args = ["rebuild", "--replay", str(SAMPLE_CRAWL), "--data-dir", str(data_dir)]
     for night in (1, 2, 3):
         result = CliRunner().invoke(app, [*args, "--run-id", f"n{night}", "--keep-runs", "2"])
@@ -75,6 +80,7 @@ def test_a_rebuild_removes_old_runs_once_it_is_published(prefect_api, tmp_path):
 
     assert run_names(data_dir) - {".publish.lock"} == {"n2", "n3"}
     assert (data_dir / "latest").resolve() == (data_dir / RUNS_DIR / "n3").resolve()
+    assert {path.name for path in (data_dir / "raw").iterdir()} == {"crawl-b", "crawl-c"}
     refused = CliRunner().invoke(app, [*args, "--keep-runs", "1"])
     assert refused.exit_code == 2 and "at least 2" in refused.output
 
@@ -91,3 +97,41 @@ def test_a_run_another_rebuild_removed_meanwhile_is_skipped(tmp_path, monkeypatc
 
     assert prune_runs(tmp_path, keep=2) == []
     assert run_names(tmp_path) == {"night-3", "night-4"}
+
+
+def raw_crawl(data_dir, job_id: str, age_hours: float, complete: bool = True):
+    raw = data_dir / "raw" / job_id
+    raw.mkdir(parents=True)
+    (raw / "pages.jsonl").write_text("{}\n")
+    if complete:
+        crawl = raw / "crawl.json"
+        crawl.write_text('{"data": []}')
+        written = time.time() - age_hours * 3600
+        os.utime(crawl, (written, written))
+    return raw
+
+
+def test_old_raw_crawls_go_unless_a_job_names_them_or_they_are_downloading(tmp_path):
+    for job_id, age in [("oldest", 90), ("named", 80), ("replayed", 70), ("old", 60)]:
+        raw_crawl(tmp_path, job_id, age)
+    raw_crawl(tmp_path, "downloading", 100, complete=False)
+    raw_crawl(tmp_path, "recent", 2)
+    raw_crawl(tmp_path, "newest", 1)
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    state = CrawlJobState(
+        name="docs",
+        api_version="v2",
+        api_url="http://localhost",
+        job_id="named",
+        target=CrawlTarget(url="https://example.com/docs"),
+    )
+    (jobs / "docs.json").write_text(state.model_dump_json())
+
+    removed = prune_raw_crawls(tmp_path, keep=2, spare=tmp_path / "raw" / "replayed" / "crawl.json")
+
+    assert sorted(removed) == ["old", "oldest"]
+    left = {path.name for path in (tmp_path / "raw").iterdir()}
+    assert left == {"named", "replayed", "downloading", "recent", "newest"}
+    (jobs / "broken.json").write_text("{not json")  # which crawls it needs is unknown
+    assert prune_raw_crawls(tmp_path, keep=2) == []

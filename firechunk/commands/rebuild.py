@@ -87,7 +87,8 @@ def rebuild(
         typer.Option(
             min=0,
             help="Once a run is published, keep this many finished runs in runs/ (the "
-            "published one among them) and remove older ones; 0 keeps every run.",
+            "published one among them) and complete raw crawls in raw/, and remove older "
+            "ones; 0 keeps everything.",
         ),
     ] = 14,
 ) -> None:
