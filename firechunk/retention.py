@@ -14,7 +14,8 @@ It removes the other run directories under `runs/`. Each is first renamed out of
 then deleted: an interrupted removal leaves a hidden directory, never half a run that looks
 like a run.
 
-Each nightly crawl also leaves its raw pages (`raw/<job-id>/`, about 90 MB for 5,000 pages).
+Each nightly crawl also leaves its raw pages (`raw/<job-id>/`: `pages.jsonl` and
+`crawl.json`, each about as large as the crawl's JSON, 45 MB for 5,000 pages).
 `prune_raw_crawls` keeps the `keep` newest complete crawls, every crawl a job state under
 `jobs/` names (it may be resumed), every crawl still downloading (no `crawl.json` yet), and
 the crawl the run was rebuilt from.
