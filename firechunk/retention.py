@@ -12,7 +12,7 @@ deployment would keep adding that forever. `prune_runs` keeps:
 
 It removes the other run directories under `runs/`. Each is first renamed out of `runs/`,
 then deleted: an interrupted removal leaves a hidden directory, never half a run that looks
-like a run.
+like a run, and the next pruning deletes what such a removal left.
 
 Each nightly crawl also leaves its raw pages (`raw/<job-id>/`: `pages.jsonl` and
 `crawl.json`, each about as large as the crawl's JSON, 45 MB for 5,000 pages).
@@ -38,6 +38,7 @@ from schemas.publish import RunStatus
 # The least `keep` allowed: the published run and the one before it, which a run that
 # started before the last publication may still be reading as its baseline.
 MIN_KEEP = 2
+_REMOVING = ".removing-"  # a directory being removed is renamed to this prefix first
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ def prune_runs(data_dir: Path, keep: int) -> list[str]:
         return []
     data_dir = Path(data_dir)
     latest = (data_dir / LATEST).resolve() if (data_dir / LATEST).is_symlink() else None
+    _finish_removals(data_dir / RUNS_DIR)
     runs = sorted(finished_runs(data_dir / RUNS_DIR), key=lambda run: (run.finished_at, run.run_id))
     kept = {run.run_dir for run in runs[-keep:]}
     doomed = [run for run in runs if run.run_dir not in kept and run.run_dir.resolve() != latest]
@@ -93,6 +95,7 @@ def prune_raw_crawls(data_dir: Path, keep: int, *, spare: Path | None = None) ->
     raw_root = Path(data_dir) / "raw"
     if keep == 0 or named is None or not raw_root.is_dir():
         return []
+    _finish_removals(raw_root)
     spared = Path(spare).resolve().parent if spare is not None else None
     complete = sorted(
         (paths.crawl_file(raw.name).stat().st_mtime, raw.name)
@@ -120,10 +123,16 @@ def _job_ids_named(jobs_dir: Path) -> set[str] | None:
     return named
 
 
+def _finish_removals(parent: Path) -> None:
+    """Delete what an interrupted removal left in `parent`."""
+    for leftover in parent.glob(f"{_REMOVING}*") if parent.is_dir() else []:
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
 def _remove(run_dir: Path) -> bool:
     """Remove a run's (or a raw crawl's) directory; False if it was gone already (another
     rebuild, finishing at the same time, removed it)."""
-    hidden = run_dir.with_name(f".removing-{run_dir.name}-{secrets.token_hex(3)}")
+    hidden = run_dir.with_name(f"{_REMOVING}{run_dir.name}-{secrets.token_hex(3)}")
     try:
         run_dir.rename(hidden)
     except FileNotFoundError:

@@ -40,6 +40,7 @@ def test_the_newest_runs_latest_and_unfinished_runs_stay(tmp_path):
     switch_latest(tmp_path, published)
     (tmp_path / RUNS_DIR / "e-running").mkdir()  # started, no status.json yet
     (tmp_path / RUNS_DIR / ".publish.lock").write_text("")
+    (tmp_path / RUNS_DIR / ".removing-x-1a2b3c" / "validation").mkdir(parents=True)  # interrupted
 
     removed = prune_runs(tmp_path, keep=3)
 
