@@ -90,11 +90,13 @@ def prune_raw_crawls(data_dir: Path, keep: int, *, spare: Path | None = None) ->
     `spare`. Return the job ids removed. `keep` 0 removes nothing; so does a job state
     that cannot be read (which crawls it needs is then unknown)."""
     check_keep(keep)
-    paths = CrawlPaths(Path(data_dir))
-    named = _job_ids_named(Path(data_dir) / "jobs")
     raw_root = Path(data_dir) / "raw"
-    if keep == 0 or named is None or not raw_root.is_dir():
+    if keep == 0 or not raw_root.is_dir():
         return []
+    named = _job_ids_named(Path(data_dir) / "jobs")
+    if named is None:
+        return []
+    paths = CrawlPaths(Path(data_dir))
     _finish_removals(raw_root)
     spared = Path(spare).resolve().parent if spare is not None else None
     complete = sorted(
