@@ -15,6 +15,7 @@ from typing import Any
 from firechunk.chunker.page import DraftChunk
 from schemas.chunk import Chunk
 
+# Fixed forever: changing it would change every chunk id.
 CHUNK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/firechunk/chunk-id")
 
 

@@ -38,8 +38,6 @@ from schemas.report import (
     SizePercentiles,
 )
 
-# Fixed forever: changing it would change every chunk id.
-
 Progress = Callable[[int], None]  # called with the number of pages just finished
 
 
