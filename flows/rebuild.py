@@ -83,7 +83,7 @@ def rebuild(
     with timed(seconds, "validate + publish"):
         result = publish_written(start, quote(written), quote(validator))
     seconds["total"] = sum(seconds.values())
-    report_to_dashboard(written.report, seconds, result)
+    removed = prune_old_runs(data_dir, keep_runs, replay) if result.published else []
+    report_to_dashboard(written.report, seconds, result, removed)
     raise_if_failed(result)
-    prune_old_runs(data_dir, keep_runs, replay)
     return result

@@ -38,11 +38,15 @@ def timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
 
 @task(name="report-to-dashboard", cache_policy=NO_CACHE)
 def report_to_dashboard(
-    report: ChunkReport, seconds: dict[str, float], result: PublishResult | None = None
+    report: ChunkReport,
+    seconds: dict[str, float],
+    result: PublishResult | None = None,
+    removed: list[str] | None = None,
 ) -> None:
-    """The summary table always; the validation report and output links once published."""
+    """The summary table always; the validation report and output links once published.
+    `removed`: the old runs and raw crawls the rebuild removed after publishing."""
     create_table_artifact(
-        summary_rows(report, seconds, result),
+        summary_rows(report, seconds, result, removed),
         key=SUMMARY_KEY,
         description="Pages, chunks, tokens and durations of this run",
     )
@@ -65,7 +69,10 @@ def report_to_dashboard(
 
 
 def summary_rows(
-    report: ChunkReport, seconds: dict[str, float], result: PublishResult | None = None
+    report: ChunkReport,
+    seconds: dict[str, float],
+    result: PublishResult | None = None,
+    removed: list[str] | None = None,
 ) -> list[dict[str, str]]:
     rows = [
         ("pages crawled", report.pages_in),
@@ -91,6 +98,8 @@ def summary_rows(
             ),
             ("published as latest", "yes" if result.published else "no"),
         ]
+    if removed is not None:
+        rows.append(("old runs and raw crawls removed", len(removed)))
     return [{"measure": name, "value": str(value)} for name, value in rows]
 
 

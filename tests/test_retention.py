@@ -14,9 +14,10 @@ from firechunk import retention
 from firechunk.cli import app
 from firechunk.publish import RUNS_DIR, switch_latest, write_status
 from firechunk.retention import prune_raw_crawls, prune_runs
+from flows.rebuild import rebuild
 from schemas.job import CrawlJobState, CrawlTarget
 from schemas.publish import RunStatus
-from tests.prefect_helpers import SAMPLE_CRAWL
+from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of
 
 
 def finished(data_dir, run_id: str, at: str, status: str = "passed"):
@@ -75,10 +76,16 @@ def test_a_rebuild_removes_old_runs_once_it_is_published(prefect_api, tmp_path):
     for job_id, age in [("crawl-a", 30), ("crawl-b", 20), ("crawl-c", 10)]:
         raw_crawl(data_dir, job_id, age)
     args = ["rebuild", "--replay", str(SAMPLE_CRAWL), "--data-dir", str(data_dir)]
-    for night in (1, 2, 3):
+    for night in (1, 2):
         result = CliRunner().invoke(app, [*args, "--run-id", f"n{night}", "--keep-runs", "2"])
         assert result.exit_code == 0, result.output
+    state = rebuild(
+        replay=SAMPLE_CRAWL, data_dir=data_dir, run_id="n3", keep_runs=2, return_state=True
+    )
 
+    assert state.is_completed()
+    summary = table_of(artifacts_of(state.state_details.flow_run_id)["rebuild-summary"])
+    assert summary["old runs and raw crawls removed"] == "1"  # n1; crawl-a went on night 2
     assert run_names(data_dir) - {".publish.lock"} == {"n2", "n3"}
     assert (data_dir / "latest").resolve() == (data_dir / RUNS_DIR / "n3").resolve()
     assert {path.name for path in (data_dir / "raw").iterdir()} == {"crawl-b", "crawl-c"}
