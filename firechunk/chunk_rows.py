@@ -14,6 +14,7 @@ from typing import Any
 
 from firechunk.chunker.page import DraftChunk
 from schemas.chunk import Chunk
+from schemas.report import DuplicateChunk
 
 # Fixed forever: changing it would change every chunk id.
 CHUNK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/firechunk/chunk-id")
@@ -66,6 +67,21 @@ def page_rows(
         for index, (kept_id, draft) in enumerate(kept)
     ]
     return repeats, rows
+
+
+def duplicates_of(url: str, repeats: list[str | None], tokens: list[int]) -> list[DuplicateChunk]:
+    """The report's entries for a page's dropped drafts (`repeats`, from `page_rows`);
+    `tokens` are the drafts' token counts."""
+    return [
+        DuplicateChunk(
+            source_url=url,
+            chunk_index=position,
+            duplicate_of=earlier,
+            token_count=tokens[position],
+        )
+        for position, earlier in enumerate(repeats)
+        if earlier is not None
+    ]
 
 
 def chunk_row(

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from firechunk.chunk_rows import page_rows
+from firechunk.chunk_rows import duplicates_of, page_rows
 from firechunk.chunker.overlap import overlap_after
 from firechunk.chunker.page import (
     ChunkerOptions,
@@ -31,7 +31,6 @@ from schemas.page import CrawlResult
 from schemas.report import (
     ChunkReport,
     ChunkRun,
-    DuplicateChunk,
     HeadingRecord,
     PageRecord,
     QuarantineRecord,
@@ -308,14 +307,7 @@ def _emit_page(page, plan, result: PageChunks, alias_urls, seen, run) -> PageRec
     ]
     seen.update(zip(kept_hashes, (chunk.chunk_id for chunk in kept), strict=True))
     run.report.duplicates.extend(
-        DuplicateChunk(
-            source_url=url,
-            chunk_index=position,
-            duplicate_of=earlier,
-            token_count=result.chunks[position].tokens,
-        )
-        for position, earlier in enumerate(repeats)
-        if earlier is not None
+        duplicates_of(url, repeats, [draft.tokens for draft in result.chunks])
     )
     run.chunks.extend(kept)
     run.report.warnings.extend(f"{url}: {warning}" for warning in result.warnings)

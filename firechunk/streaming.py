@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from firechunk.atomic import write_json
-from firechunk.chunk_rows import check_row_shape, page_rows, repeats_of
+from firechunk.chunk_rows import check_row_shape, duplicates_of, page_rows, repeats_of
 from firechunk.emissions import (
     ROWS_VERSION_KEY,
     BaselineRows,
@@ -54,7 +54,6 @@ from firechunk.pipeline import (
 from firechunk.validation_tables import ChunkFacts
 from schemas.report import (
     ChunkReport,
-    DuplicateChunk,
     PageRecord,
     QuarantineRecord,
 )
@@ -336,16 +335,7 @@ def _apply_page(
         state.chunk_rows[chunk.chunk_id] = digest
     state.facts.extend(facts)
     state.token_counts.extend(chunk.token_count for chunk in facts)
-    state.report.duplicates.extend(
-        DuplicateChunk(
-            source_url=emission.url,
-            chunk_index=position,
-            duplicate_of=earlier,
-            token_count=emission.tokens[position],
-        )
-        for position, earlier in enumerate(emission.repeats)
-        if earlier is not None
-    )
+    state.report.duplicates.extend(duplicates_of(emission.url, emission.repeats, emission.tokens))
     figures = emission.page_figures()
     state.report.warnings.extend(f"{emission.url}: {warning}" for warning in figures.warnings)
     for rule, tokens in figures.removed_tokens.items():
