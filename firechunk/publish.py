@@ -189,13 +189,18 @@ def last_good_run(data_dir: Path) -> tuple[str, Path] | None:
     if not link.is_symlink():
         return None
     run_dir = link.resolve()
-    status_file = run_dir / STATUS_JSON
-    if not status_file.is_file():
-        return None
-    status = RunStatus.model_validate_json(status_file.read_bytes())
-    if status.status != "passed":
+    status = read_status(run_dir)
+    if status is None or status.status != "passed":
         return None
     return status.run_id, run_dir
+
+
+def read_status(run_dir: Path) -> RunStatus | None:
+    """The run's `status.json`; None if it has none yet (the run has not finished)."""
+    status_file = Path(run_dir) / STATUS_JSON
+    if not status_file.is_file():
+        return None
+    return RunStatus.model_validate_json(status_file.read_bytes())
 
 
 def write_status(run_dir: Path, status: RunStatus) -> Path:

@@ -30,10 +30,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from firechunk.crawl.jobstate import CrawlPaths
-from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, STATUS_JSON
-from schemas.job import CrawlJobState
-from schemas.publish import RunStatus
+from firechunk.crawl.errors import CrawlError
+from firechunk.crawl.jobstate import CrawlPaths, load_state
+from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, read_status
 
 # The least `keep` allowed: the published run and the one before it, which a run that
 # started before the last publication may still be reading as its baseline.
@@ -73,14 +72,14 @@ def finished_runs(runs_dir: Path) -> list[FinishedRun]:
     """The run directories in `runs_dir` that have a readable `status.json`."""
     found = []
     for run_dir in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
-        status_file = run_dir / STATUS_JSON
-        if not (RUN_ID.fullmatch(run_dir.name) and run_dir.is_dir() and status_file.is_file()):
+        if not (RUN_ID.fullmatch(run_dir.name) and run_dir.is_dir()):
             continue
         try:
-            status = RunStatus.model_validate_json(status_file.read_bytes())
+            status = read_status(run_dir)
         except (OSError, ValidationError):
             continue  # unreadable: not ours to judge, so not ours to remove
-        found.append(FinishedRun(run_dir.name, run_dir, status.finished_at))
+        if status is not None:
+            found.append(FinishedRun(run_dir.name, run_dir, status.finished_at))
     return found
 
 
@@ -90,13 +89,13 @@ def prune_raw_crawls(data_dir: Path, keep: int, *, spare: Path | None = None) ->
     `spare`. Return the job ids removed. `keep` 0 removes nothing; so does a job state
     that cannot be read (which crawls it needs is then unknown)."""
     check_keep(keep)
-    raw_root = Path(data_dir) / "raw"
+    paths = CrawlPaths(Path(data_dir))
+    raw_root = paths.raw_root
     if keep == 0 or not raw_root.is_dir():
         return []
-    named = _job_ids_named(Path(data_dir) / "jobs")
+    named = _job_ids_named(paths.jobs_dir)
     if named is None:
         return []
-    paths = CrawlPaths(Path(data_dir))
     _finish_removals(raw_root)
     spared = Path(spare).resolve().parent if spare is not None else None
     complete = sorted(
@@ -117,10 +116,10 @@ def _job_ids_named(jobs_dir: Path) -> set[str] | None:
     named = set()
     for state_file in sorted(jobs_dir.glob("*.json")) if jobs_dir.is_dir() else []:
         try:
-            state = CrawlJobState.model_validate_json(state_file.read_bytes())
-        except (OSError, ValidationError):
+            state = load_state(state_file)
+        except (OSError, CrawlError):
             return None
-        if state.job_id:
+        if state is not None and state.job_id:
             named.add(state.job_id)
     return named
 

@@ -48,14 +48,22 @@ def default_name(target: CrawlTarget) -> str:
 class CrawlPaths:
     data_dir: Path
 
+    @property
+    def jobs_dir(self) -> Path:
+        return self.data_dir / "jobs"
+
+    @property
+    def raw_root(self) -> Path:
+        return self.data_dir / "raw"
+
     def state_file(self, name: str) -> Path:
-        return self.data_dir / "jobs" / f"{name}.json"
+        return self.jobs_dir / f"{name}.json"
 
     def lock_file(self, name: str) -> Path:
-        return self.data_dir / "jobs" / f"{name}.lock"
+        return self.jobs_dir / f"{name}.lock"
 
     def raw_dir(self, job_id: str) -> Path:
-        return self.data_dir / "raw" / job_id
+        return self.raw_root / job_id
 
     def pages_file(self, job_id: str) -> Path:
         return self.raw_dir(job_id) / "pages.jsonl"
