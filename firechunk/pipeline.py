@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
+from firechunk.chrome import chrome_lines
 from firechunk.chunk_rows import duplicates_of, page_rows
 from firechunk.chunker.overlap import overlap_after
 from firechunk.chunker.page import (
@@ -46,6 +47,9 @@ class PageInput:
     url: str
     title: str
     markdown: object
+    # The lines of this page that are the site's chrome (`firechunk.chrome`): decided
+    # across the crawl, removed by the page's clean-up.
+    chrome: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -65,7 +69,7 @@ def chunk_batch(
     outcomes = []
     for page in batch:
         try:
-            chunks = chunk_page(page.markdown, page.title, counter.count, options)
+            chunks = chunk_page(page.markdown, page.title, counter.count, options, page.chrome)
             for draft in chunks.chunks[:-1]:
                 draft.overlap = overlap_after(draft.text, draft.breadcrumb, counter, limit)
             outcomes.append(PageOutcome(page.index, chunks))
@@ -97,9 +101,11 @@ def chunk_crawl(
 
 
 def page_inputs(crawl: CrawlResult) -> list[PageInput]:
-    """The crawl's pages as the chunker takes them, numbered in crawl order."""
+    """The crawl's pages as the chunker takes them, numbered in crawl order, each with the
+    lines the crawl shows to be site chrome."""
+    chrome = chrome_lines([page.markdown for page in crawl.data])
     return [
-        PageInput(i, page.url, page.metadata.title or page.url, page.markdown)
+        PageInput(i, page.url, page.metadata.title or page.url, page.markdown, chrome[i])
         for i, page in enumerate(crawl.data)
     ]
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from firechunk.chunker.headings import heading_text
 from firechunk.chunker.page import content_hash
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
@@ -309,19 +310,24 @@ class _Covered:
         """'headers', 'text' or 'missing'."""
         if (level, text) in self.headers:
             return "headers"
-        return "text" if _normalise(text) in self.heading_lines else "missing"
+        return "text" if _words(text) in self.heading_lines else "missing"
 
 
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")
-_ATX_MARKS = re.compile(r"^ {0,3}#{1,6}\s*|\s+#+\s*$")
 _WORD = re.compile(r"\w+")
 
 
+def _words(text: str) -> str:
+    """A heading's clean text reduced to its words, as a key to compare heading lines by."""
+    words = _WORD.findall(text.casefold())
+    return " ".join(words) if words else text.strip()
+
+
 def _normalise(line: str) -> str:
-    """A heading line reduced to its words: '## Use `rpc()`' matches the heading 'Use rpc()'."""
-    words = _WORD.findall(_ATX_MARKS.sub("", line).casefold())
-    return " ".join(words) if words else line.strip()
+    """A heading line's key: the words of its text as the chunker reads it (`heading_text`):
+    '## Use `rpc()` [¶](#rpc "Permalink")' matches the heading 'Use rpc()'."""
+    return _words(heading_text(line))
 
 
 def heading_lines(text: str) -> frozenset[str]:

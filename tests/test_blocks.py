@@ -14,9 +14,9 @@ from firechunk.chunker.blocks import (
     QUOTE,
     RULE,
     TABLE,
-    clean_heading,
     parse_blocks,
 )
+from firechunk.chunker.headings import heading_text
 
 PAGE = """# Title
 
@@ -182,8 +182,8 @@ def test_a_quote_nested_thousands_deep_is_one_quote():
         ("  spaced   out  ", "spaced out"),
     ],
 )
-def test_clean_heading_removes_markdown(source, clean):
-    assert clean_heading(source) == clean
+def test_heading_text_removes_markdown(source, clean):
+    assert heading_text(source) == clean
 
 
 @pytest.mark.parametrize(
@@ -212,8 +212,8 @@ def test_clean_heading_removes_markdown(source, clean):
         ("Redirect URL examples [\\#](\\#redirect-url-examples)\\", "Redirect URL examples"),
     ],
 )
-def test_clean_heading_keeps_identifiers_and_escaped_marks(source, clean):
-    assert clean_heading(source) == clean
+def test_heading_text_keeps_identifiers_and_escaped_marks(source, clean):
+    assert heading_text(source) == clean
 
 
 def test_heading_blocks_get_clean_titles_from_the_parser():

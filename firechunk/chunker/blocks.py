@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from mistletoe import block_token, block_tokenizer, span_token, token
 
 from firechunk.chunker.cleanup import closes_fence, opening_fence
+from firechunk.chunker.headings import heading_text
 
 HEADING, PARAGRAPH, CODE, TABLE, LIST, QUOTE, RULE, OTHER = (
     "heading",
@@ -232,10 +233,10 @@ def _make_block(name: str, result, lines: list[str], start: int, end: int, rows)
     if name == "Heading":
         level, content, _ = result
         block.level = level
-        block.title = clean_heading(content)
+        block.title = heading_text(content)
     elif name == "SetextHeading":
         block.level = result.level
-        block.title = clean_heading(_heading_source(result))
+        block.title = heading_text(_heading_source(result))
     elif name == "CodeFence":
         block.fence = lines[start].strip()
     elif kind == LIST:
@@ -245,40 +246,3 @@ def _make_block(name: str, result, lines: list[str], start: int, end: int, rows)
 
 def _heading_source(token) -> str:
     return "".join(getattr(child, "content", "") for child in token.children)
-
-
-_ANCHOR = re.compile(r"\s*\[\\?#\]\((?:[^()\s]*|<[^>]*>)\)")
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_CODE_SPAN = re.compile(r"`+([^`]*)`+")
-# `_` only marks emphasis at word edges (CommonMark): `pg_stat_statements` is one word.
-_EMPHASIS = re.compile(
-    r"(\*{1,3}|~~)(\S(?:.*?\S)?)\1|(?<![^\W_])(_{1,3})(\S(?:.*?\S)?)\3(?![^\W_])"
-)
-_HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
-_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-_KEPT = re.compile(r"\x00(\d+)\x00")
-_MARKUP = re.compile(r"[\[`\\*_~<#\x00]")  # a heading without these is plain text
-
-
-def clean_heading(source: str) -> str:
-    """Heading text as a reader sees it: no anchors, links, emphasis, code marks, tags or
-    escapes. Code spans and escaped characters are set aside first, so that identifiers
-    (`supabase_auth_admin`) and escaped marks (`\\*`) are not read as emphasis."""
-    if not _MARKUP.search(source):
-        return " ".join(source.split())
-    kept: list[str] = []
-
-    def keep(match: re.Match[str]) -> str:
-        kept.append(match.group(1))
-        return f"\x00{len(kept) - 1}\x00"
-
-    text = _ANCHOR.sub("", source)
-    text = _CODE_SPAN.sub(keep, text)
-    text = _ESCAPE.sub(keep, text)
-    text = _LINK.sub(r"\1", text)
-    text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(4), text)
-    text = _HTML_TAG.sub("", text)
-    text = re.sub(r"\s+#+\s*$", "", text)  # closing sequence of an ATX heading
-    text = text.rstrip().removesuffix("\\")  # a hard line break has no meaning in a heading
-    text = _KEPT.sub(lambda m: kept[int(m.group(1))], text)
-    return " ".join(text.split())

@@ -2,21 +2,40 @@
 
 Every rule is documented here and can be switched off in `CleanupOptions`; nothing else
 is removed. Each output line remembers its line number in the page as crawled, so chunks
-can point back to `source_lines`.
+can point back to `source_lines`. Code is kept verbatim except where a rule below says.
 
 Rules:
-- `flattened_code`: Firecrawl flattens Supabase code samples into a lone-backtick line,
-  then per code line a marker line (`_10`, `_30`: the same token throughout a block, or
-  `1`, `2`, `3`: sequential) followed by the code line, then a closing lone backtick.
-  Such a block becomes a fenced code block: markers dropped, code lines kept.
-- `heading_anchors`: `[\\#](\\#slug)` / `[#](https://…#slug)` links after heading text.
+- `flattened_code`: Firecrawl flattens Supabase code samples into a lone-backtick line
+  (or a double backtick, either possibly followed by `\\`), then per code line a marker
+  line (`_10`, `_30`: the same token throughout a block, or `1`, `2`, `3`: sequential;
+  each may end in `\\`) followed by the code line, then a closing lone backtick. Such a
+  block becomes a fenced code block: markers dropped, code lines kept. A marker ends in
+  `\\` where Firecrawl escaped the line break inside brackets; the code line before such
+  a marker carries the same stray `\\`, which is dropped.
+- `continued_code`: a fenced block whose every line, fences included, ends in `\\` (code
+  inside MkDocs Material tabs and admonitions) loses that trailing `\\` on every line.
+- `fence_classes`: a fence info string that is a CSS class (`md-code__content`,
+  `notranslate`, `codeBlockLines_e6Vv`) rather than a language is dropped.
+- `heading_anchors`: anchor links on headings, in every platform's style (see
+  `headings.py`), and permalinks elsewhere (`[¶](… "Permalink to this definition")`).
+- `control_chars`: control characters (terminal colour codes) outside code.
 - `loading`: lines that say only "Loading...".
 - `tab_labels`: a standalone line of run-together UI labels ("PIPConda",
   "ClientServer", "Next.jsSvelteKitAstroRemix"): two or more capitalised labels glued
   with no space and no sentence punctuation.
+- `widgets`: a standalone line that is a docs platform's UI text ("Was this page
+  helpful?", "YesNo", "Copy", "Ask AI", "Edit this page", "Skip to content", …: `WIDGETS`).
+- `page_toc`: an "On this page" list: a label such as "On this page" or "Contents" and
+  the list after it, when every item links to a section (`#fragment`) of one page.
 - `rules`: thematic-break lines (`* * *`, `---` standing alone), which carry no words.
 - `step_numbers`: a standalone line holding only a small number (a step badge).
-Code inside fences is never touched by the last five rules.
+- `site_chrome`: blocks made of lines the whole crawl repeats (`firechunk.chrome` finds
+  them across pages and hands each page its own): navigation, breadcrumbs, footers. A
+  block (a paragraph or list run) goes when more than half of its lines are chrome lines
+  and it stands where chrome stands: above the page's first heading, or after the page's
+  last prose (among the blocks that end the page, links-only lines passed over).
+  Repeated text between them is content, and stays.
+Code inside fences is never touched by the rules from `heading_anchors` on.
 """
 
 from __future__ import annotations
@@ -25,17 +44,38 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-RULES = ("flattened_code", "heading_anchors", "loading", "tab_labels", "rules", "step_numbers")
+from firechunk.chunker.headings import strip_heading_anchors, strip_permalinks
+
+RULES = (
+    "flattened_code",
+    "continued_code",
+    "fence_classes",
+    "heading_anchors",
+    "control_chars",
+    "loading",
+    "tab_labels",
+    "widgets",
+    "page_toc",
+    "rules",
+    "step_numbers",
+    "site_chrome",
+)
 
 
 @dataclass(frozen=True)
 class CleanupOptions:
     flattened_code: bool = True
+    continued_code: bool = True
+    fence_classes: bool = True
     heading_anchors: bool = True
+    control_chars: bool = True
     loading: bool = True
     tab_labels: bool = True
+    widgets: bool = True
+    page_toc: bool = True
     rules: bool = True
     step_numbers: bool = True
+    site_chrome: bool = True
 
     @classmethod
     def none(cls) -> CleanupOptions:
@@ -56,18 +96,60 @@ class CleanedPage:
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _ATX = re.compile(r"^ {0,3}#{1,6}(\s|$)")
-_ANCHOR = re.compile(r"\s*\[\\?#\]\((?:[^()\s]*|<[^>]*>)\)")
-_LONE_BACKTICKS = ("`", "``")
-_MARKER_TOKEN = re.compile(r"_\d+")
+_LONE_BACKTICKS = ("`", "``", "`\\", "``\\")
+_MARKER_TOKEN = re.compile(r"_\d+\\?")
 _LOADING = re.compile(r"Loading(\.\.\.|…)")
 _THEMATIC = re.compile(r" {0,3}((\*\s*){3,}|(-\s*){3,}|(_\s*){3,})")
 _STEP = re.compile(r"\d{1,2}")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# What `control_chars` removes: a terminal's escape sequence whole (`ESC[32m`), else one
+# control character.
+_CONTROL_RUN = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A fence info string that names a CSS class, not a language: BEM (`md-code__content`),
+# CSS-module hashes (`codeBlockLines_e6Vv`) and highlighters' own classes.
+_CSS_CLASS = re.compile(
+    r"\S*__\S*|[A-Za-z]+_(?=[A-Za-z0-9]*[A-Z0-9])[A-Za-z0-9]{4,6}"
+    r"|notranslate|highlight|hljs|codehilite|sourceCode"
+)
+# UI text of docs platforms, as a whole standalone line (compared case-folded).
+WIDGETS = frozenset(
+    text.casefold()
+    for text in (
+        "Was this page helpful?",
+        "Was this helpful?",
+        "YesNo",
+        "Yes No",
+        "Skip to content",
+        "Skip to main content",
+        "Edit this page",
+        "Edit on GitHub",
+        "View page source",
+        "Copy",
+        "Copy page",
+        "Copied!",
+        "Ask AI",
+        "Ctrl K",
+        "Ctrl KAsk AI",
+        "⌘K",
+        "Search...",
+        "Search…",
+        "Navigation",
+        "Previous",
+        "Next",
+    )
+)
+TOC_LABELS = frozenset(
+    text.casefold() for text in ("On this page", "Table of contents", "Contents", "In this article")
+)
 # A glue point: a lower-case letter, digit, dot or bracket directly followed by a capital.
 _GLUE = re.compile(r"(?<=[a-z0-9.)\]])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NOT_LABEL = re.compile(r"[`*_\[\]<>|#:;!?,=/\\]|\.\s|\.$|https?:")
 
 
-def clean_markdown(markdown: str, options: CleanupOptions | None = None) -> CleanedPage:
+def clean_markdown(
+    markdown: str, options: CleanupOptions | None = None, chrome: frozenset[str] = frozenset()
+) -> CleanedPage:
+    """`chrome`: the page's lines that the crawl repeats on most pages (`firechunk.chrome`)."""
     options = options or CleanupOptions()
     text = markdown.replace("\r\n", "\n").replace("\r", "\n")
     raw = text.split("\n")
@@ -84,27 +166,42 @@ def clean_markdown(markdown: str, options: CleanupOptions | None = None) -> Clea
         page.warnings.append(f"unclosed code fence {fence!r}: closed at the end of the page")
         page.lines.append(fence)
         page.source_lines.append(len(raw))
+    if options.site_chrome and chrome:
+        _drop_chrome(page, chrome)
     return page
 
 
-# Lines a rule might change, or that open or close fenced code, found with two regexes
-# over the whole page: most lines match neither and are kept without a look in Python.
-# Each regex matches a superset of its lines; the rules below decide. A line starts after
-# a newline (the page is searched with "\n\n" in front, so its first line does too).
+# Lines a rule might change, or that open or close fenced code, found with regexes over
+# the whole page: most lines match none and are kept without a look in Python. Each regex
+# matches a superset of its lines; the rules below decide. A line starts after a newline
+# (the page is searched with "\n\n" in front, so its first line does too).
 _MAYBE_CHANGED = re.compile(
     r"""\n[^\S\n]*(?:
         ```|~~~                          # a fence
       | \#{1,6}(?=\s|$)                  # heading_anchors (and trailing white space)
-      | `{1,2}[^\S\n]*$                  # flattened_code: a lone backtick line
+      | `{1,2}\\?[^\S\n]*$               # flattened_code: a lone backtick line
       | Loading(?:\.\.\.|…)[^\S\n]*$     # loading
       | (?:[-*_][^\S\n]*){3,}$           # rules
       | \d{1,2}[^\S\n]*$                 # step_numbers
     )""",
     re.M | re.X,
 )
-# tab_labels: a line between blank lines (or the page's ends) with no character that
-# `_NOT_LABEL` forbids; the match ends where that line starts.
+# tab_labels and widgets: a line between blank lines (or the page's ends) with no
+# character that `_NOT_LABEL` forbids, or one that is UI text; the match ends where that
+# line starts.
 _MAYBE_LABELS = re.compile(r"\n[^\S\n]*\n(?=[^\n`*_\[\]<>|#:;!?,=/\\]+(?:\n[^\S\n]*(?:\n|$)|$))")
+_MAYBE_WIDGET = re.compile(
+    r"\n(?=[^\S\n]*(?:"
+    + "|".join(re.escape(text) for text in sorted(WIDGETS | TOC_LABELS, key=len, reverse=True))
+    + r")[^\S\n]*(?:\n|$))",
+    re.I,
+)
+# heading_anchors off headings: a link with no word in its text, or a permalink's title.
+_MAYBE_ANCHOR = re.compile(
+    r"\n(?=[^\n]*?(?:\[[^\]\n\w]{0,3}\]\(|\"(?:Permalink|Permanent link|Direct link|Link to)))",
+    re.I,
+)
+_MAYBE_CONTROL = re.compile(r"\n(?=[^\n]*[\x00-\x08\x0b\x0c\x0e-\x1f\x7f])")
 
 
 def candidate_lines(text: str) -> Iterator[int]:
@@ -112,6 +209,10 @@ def candidate_lines(text: str) -> Iterator[int]:
     padded = "\n\n" + text
     starts = {match.start() + 1 for match in _MAYBE_CHANGED.finditer(padded)}
     starts.update(match.end() for match in _MAYBE_LABELS.finditer(padded))
+    for pattern in (_MAYBE_WIDGET, _MAYBE_ANCHOR):
+        starts.update(match.start() + 1 for match in pattern.finditer(padded))
+    if _CONTROL.search(text):
+        starts.update(match.start() + 1 for match in _MAYBE_CONTROL.finditer(padded))
     line, position = -2, 0  # line index = newlines before its start in `padded`, minus 2
     for start in sorted(starts):
         line += padded.count("\n", position, start)
@@ -135,13 +236,28 @@ def _clean_line(
         return i + 1, None if closes_fence(line, fence) else fence
     opened = opening_fence(line)
     if opened:
-        _keep(page, line, i)
+        consumed = _uncontinue(raw, i, opened, page) if options.continued_code else 0
+        if consumed:
+            return i + consumed, None
+        _keep(page, _plain_fence(line, opened, page) if options.fence_classes else line, i)
         return i + 1, opened
+    if options.control_chars and _CONTROL.search(line):
+        page.removed["control_chars"].append("".join(_CONTROL_RUN.findall(line)))
+        line = raw[i] = _CONTROL_RUN.sub("", line)
     if _ATX.match(line):  # a heading is never debris of the other rules
-        _keep(page, _strip_anchor(line, page) if options.heading_anchors else line, i)
+        removed = page.removed["heading_anchors"]
+        _keep(page, strip_heading_anchors(line, removed) if options.heading_anchors else line, i)
         return i + 1, None
     if options.flattened_code and line.strip() in _LONE_BACKTICKS:
         consumed = _unflatten(raw, i, page)
+        if consumed:
+            return i + consumed, None
+    if options.heading_anchors and "](" in line and not line.startswith(("    ", "\t")):
+        line = raw[i] = strip_permalinks(line, page.removed["heading_anchors"])
+        if not line.strip():
+            return i + 1, None
+    if options.page_toc:
+        consumed = _drop_toc(raw, i, page)
         if consumed:
             return i + consumed, None
     if not _drop_debris(line, raw, i, options, page):
@@ -171,11 +287,31 @@ def closes_fence(line: str, fence: str) -> bool:
     )
 
 
-def _strip_anchor(line: str, page: CleanedPage) -> str:
-    cleaned = _ANCHOR.sub("", line).rstrip()
-    if cleaned != line.rstrip():
-        page.removed["heading_anchors"].append(line[len(cleaned) :])
-    return cleaned
+def _plain_fence(line: str, fence: str, page: CleanedPage) -> str:
+    """The fence line without an info string that is a CSS class."""
+    info = line.strip()[len(fence) :].strip()
+    if not info or not _CSS_CLASS.fullmatch(info):
+        return line
+    page.removed["fence_classes"].append(info)
+    return line[: line.index(fence) + len(fence)]
+
+
+def _uncontinue(raw: list[str], start: int, fence: str, page: CleanedPage) -> int:
+    """A fenced block whose every line, fences included, ends in `\\`: kept without those
+    backslashes. Returns the lines consumed, or 0 when the block is not of that form."""
+    if not raw[start].rstrip().endswith("\\"):
+        return 0
+    end = start + 1
+    while end < len(raw) and raw[end].rstrip().endswith("\\"):
+        if closes_fence(raw[end].rstrip()[:-1], fence):
+            block = [line.rstrip()[:-1] for line in raw[start : end + 1]]
+            block[0] = _plain_fence(block[0], fence, page)
+            for offset, line in enumerate(block):
+                _keep(page, line, start + offset)
+            page.removed["continued_code"].append("\\" * len(block))
+            return end - start + 1
+        end += 1
+    return 0
 
 
 def _unflatten(raw: list[str], start: int, page: CleanedPage) -> int:
@@ -184,13 +320,13 @@ def _unflatten(raw: list[str], start: int, page: CleanedPage) -> int:
     Returns the number of input lines consumed, or 0 when the lines do not follow the
     flattened pattern (then they are left as they are).
     """
-    opener = raw[start].strip()
+    opener = raw[start].strip().rstrip("\\")
     if start + 1 >= len(raw):
         return 0
     first = raw[start + 1].strip()
     if _MARKER_TOKEN.fullmatch(first):
-        is_marker = _constant_marker(first)
-    elif first == "1":
+        is_marker = _constant_marker(first.rstrip("\\"))
+    elif first.rstrip("\\") == "1":
         is_marker = _sequential_marker()
     else:
         return 0
@@ -200,9 +336,11 @@ def _unflatten(raw: list[str], start: int, page: CleanedPage) -> int:
     while i < len(raw):
         line = raw[i]
         stripped = line.strip()
-        if stripped == opener:
+        if stripped.rstrip("\\") == opener:
             break
-        if is_marker(stripped):
+        if is_marker(stripped.rstrip("\\")):
+            if stripped.endswith("\\") and code and code[-1][0].endswith("\\"):
+                code[-1] = (code[-1][0][:-1], code[-1][1])  # the bracket's stray `\`
             markers.append(line)
             code.append(("", i))
         elif code and code[-1][0] == "" and code[-1][1] == i - 1:
@@ -217,7 +355,7 @@ def _unflatten(raw: list[str], start: int, page: CleanedPage) -> int:
     for line, index in code:
         _keep(page, line, index)
     _keep(page, fence, i)
-    page.removed["flattened_code"].append("\n".join([opener, *markers, opener]))
+    page.removed["flattened_code"].append("\n".join([raw[start].strip(), *markers, raw[i]]))
     return i - start + 1
 
 
@@ -248,6 +386,34 @@ def _standalone(raw: list[str], i: int) -> bool:
     return before and after
 
 
+_LIST_ITEM = re.compile(r"^(\s*)[-*+][^\S\n]+(.*)$")
+_ITEM_LINK = re.compile(r"\[[^\]\n]*\]\(<?([^)\s>]*)>?\)")
+
+
+def _drop_toc(raw: list[str], i: int, page: CleanedPage) -> int:
+    """An "On this page" list whose label is line `i`: the lines consumed (label and list),
+    or 0 when there is none. The list's items all link to sections of one page."""
+    if not (raw[i].strip().casefold() in TOC_LABELS and _standalone(raw, i)):
+        return 0
+    first = i + 1
+    while first < len(raw) and not raw[first].strip():
+        first += 1
+    end, bases = first, set()
+    while end < len(raw) and (item := _LIST_ITEM.match(raw[end])):
+        link = _ITEM_LINK.fullmatch(item.group(2).strip())
+        if link is None or "#" not in link.group(1):
+            break
+        bases.add(link.group(1).split("#", 1)[0])
+        end += 1
+    items = end - first
+    if end < len(raw) and _LIST_ITEM.match(raw[end]):
+        return 0  # the list goes on with other items: content, not a table of contents
+    if items < 2 or len(bases) != 1:
+        return 0
+    page.removed["page_toc"].append("\n".join(raw[i:end]))
+    return end - i
+
+
 def _drop_debris(
     line: str, raw: list[str], i: int, options: CleanupOptions, page: CleanedPage
 ) -> bool:
@@ -261,12 +427,81 @@ def _drop_debris(
         rule = "rules"
     elif options.step_numbers and _STEP.fullmatch(stripped) and _standalone(raw, i):
         rule = "step_numbers"
+    elif options.widgets and stripped.casefold() in WIDGETS and _standalone(raw, i):
+        rule = "widgets"
     elif options.tab_labels and _standalone(raw, i) and is_tab_label_run(stripped):
         rule = "tab_labels"
     if rule is None:
         return False
     page.removed[rule].append(line)
     return True
+
+
+_SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)\s*")
+# A line of nothing but links or images (a list item's bullet allowed): pager links,
+# logos, a trailing screenshot. No prose to tell the end of the content by.
+_LINKS_ONLY = re.compile(r"(?:[-*+]\s+)?(?:!?\[[^\]\n]*\]\([^)\n]*\)\s*)+")
+HEADING_BLOCK, CODE_BLOCK, TEXT_BLOCK = "heading", "code", "text"
+
+
+def _drop_chrome(page: CleanedPage, chrome: frozenset[str]) -> None:
+    """Drop the text blocks whose lines are mostly `chrome` where a page's chrome stands:
+    above its first heading, and among the blocks that end the page after its last prose.
+    """
+    blocks = _blocks(page.lines)
+    drop: set[int] = set()
+    for kind, start, end in blocks:
+        if kind == HEADING_BLOCK:
+            break
+        if kind == TEXT_BLOCK and _mostly(page.lines[start:end], chrome):
+            drop.update(range(start, end))
+    for kind, start, end in reversed(blocks):
+        lines = page.lines[start:end]
+        if kind != TEXT_BLOCK:
+            break
+        if _mostly(lines, chrome):
+            drop.update(range(start, end))
+        elif not all(_LINKS_ONLY.fullmatch(line.strip()) for line in lines):
+            break
+    if not drop:
+        return
+    page.removed["site_chrome"].extend(page.lines[i] for i in sorted(drop))
+    kept = [i for i in range(len(page.lines)) if i not in drop]
+    page.lines = [page.lines[i] for i in kept]
+    page.source_lines = [page.source_lines[i] for i in kept]
+
+
+def _mostly(lines: list[str], chrome: frozenset[str]) -> bool:
+    return 2 * sum(line.strip() in chrome for line in lines) > len(lines)
+
+
+def _blocks(lines: list[str]) -> list[tuple[str, int, int]]:
+    """(kind, start, end) of each run of non-blank lines: a fenced code block, a heading
+    (an ATX line, or a paragraph over a setext underline), or other text."""
+    blocks: list[tuple[str, int, int]] = []
+    fence: str | None = None
+    start = 0
+    for i, line in enumerate(lines):
+        if fence is not None:
+            if closes_fence(line, fence):
+                blocks.append((CODE_BLOCK, start, i + 1))
+                fence = None
+            continue
+        opened = opening_fence(line)
+        in_text = bool(blocks) and blocks[-1][0] == TEXT_BLOCK and blocks[-1][2] == i
+        if opened or _ATX.match(line) or not line.strip():
+            fence, start = opened, i
+            if _ATX.match(line):
+                blocks.append((HEADING_BLOCK, i, i + 1))
+        elif in_text and _SETEXT_UNDERLINE.fullmatch(line):
+            blocks[-1] = (HEADING_BLOCK, blocks[-1][1], i + 1)
+        elif in_text:
+            blocks[-1] = (TEXT_BLOCK, blocks[-1][1], i + 1)
+        else:
+            blocks.append((TEXT_BLOCK, i, i + 1))
+    if fence is not None:
+        blocks.append((CODE_BLOCK, start, len(lines)))
+    return blocks
 
 
 def is_tab_label_run(text: str) -> bool:

@@ -62,11 +62,16 @@ class ChunkerOptions:
 
 
 def chunk_page(
-    markdown: object, title: str, count: Count, options: ChunkerOptions | None = None
+    markdown: object,
+    title: str,
+    count: Count,
+    options: ChunkerOptions | None = None,
+    chrome: frozenset[str] = frozenset(),
 ) -> PageChunks:
+    """`chrome`: the page's lines that the crawl shows to be site chrome (`firechunk.chrome`)."""
     options = options or ChunkerOptions()
     text = check_page(markdown, options)
-    cleaned = clean_markdown(text, options.cleanup)
+    cleaned = clean_markdown(text, options.cleanup, chrome)
     blocks = parse_blocks(cleaned.lines)
     for block in blocks:
         block.text = "\n".join(cleaned.lines[block.start : block.end])
@@ -118,6 +123,10 @@ def chunk_page(
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+# A page is binary when one character in this many is a control character. Terminal
+# output in a docs page (colour codes) is far below it; its control characters are
+# removed by clean-up (`control_chars`) outside code.
+BINARY_SHARE = 20
 _HTML_DOCUMENT = re.compile(r"\s*(<!doctype html|<html[\s>]|<head[\s>]|<body[\s>])", re.I)
 
 
@@ -129,8 +138,8 @@ def check_page(markdown: object, options: ChunkerOptions) -> str:
         raise PageRejected("empty", "the page has no markdown")
     if len(markdown) > options.max_page_chars:
         raise PageRejected("too-large", f"{len(markdown):,} characters")
-    if "\x00" in markdown or len(_CONTROL.findall(markdown)) > len(markdown) // 1000:
-        raise PageRejected("binary", "control characters: not a text page")
+    if len(_CONTROL.findall(markdown)) > len(markdown) // BINARY_SHARE:
+        raise PageRejected("binary", "control characters throughout: not a text page")
     if markdown.count("\ufffd") > max(3, len(markdown) // 1000):
         raise PageRejected("not-utf8", "undecodable bytes (U+FFFD) throughout the page")
     if _HTML_DOCUMENT.match(markdown):
