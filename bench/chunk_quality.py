@@ -1,4 +1,4 @@
-"""Print issue 2's acceptance figures for every crawl of the shared corpus.
+"""Print the chunk-quality acceptance figures for every crawl of the shared corpus.
 
     python bench/chunk_quality.py [--corpus DIR]
 
@@ -35,6 +35,8 @@ COLUMNS = [
     ("duplicate texts", "duplicate_texts"),
     ("chunks < 100 tokens %", "small_chunks_pct"),
     ("header-only chunks", "header_only_chunks"),
+    ("line-number markers", "line_number_markers"),
+    ("site chrome %", "chrome_share_pct"),
 ]
 
 
@@ -60,6 +62,12 @@ def main(corpus: Path = DEFAULT_CORPUS) -> None:
             f"in chunks; chunk tokens p5/p50/p95 = {report.chunk_tokens.p5}/"
             f"{report.chunk_tokens.p50}/{report.chunk_tokens.p95} |"
         )
+        removed = ", ".join(
+            f"{rule} {tokens:,}"
+            for rule, tokens in sorted(report.cleanup_tokens_removed.items())
+            if tokens
+        )
+        print(f"|   ↳ tokens removed by clean-up rule: {removed or 'none'} |")
 
 
 if __name__ == "__main__":

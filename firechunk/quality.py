@@ -11,8 +11,9 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from firechunk.chunker.blocks import clean_heading
+from firechunk.chrome import chrome_lines
 from firechunk.chunker.cleanup import clean_markdown
+from firechunk.chunker.headings import heading_text
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
 from schemas.page import CrawlResult
@@ -21,6 +22,7 @@ from schemas.report import ChunkRun
 _ATX = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_LINE_NUMBER_MARKER = re.compile(r"_\d+\\?")
 
 
 @dataclass
@@ -42,6 +44,9 @@ class QualityFigures:
     small_chunks: int = 0
     chunks_of_pages_100_plus: int = 0
     header_only_chunks: int = 0
+    chunk_tokens: int = 0
+    chrome_tokens: int = 0
+    line_number_markers: int = 0
     examples: list[str] = field(default_factory=list)
 
     @property
@@ -52,11 +57,16 @@ class QualityFigures:
     def small_chunks_pct(self) -> float:
         return 100.0 * self.small_chunks / max(1, self.chunks_of_pages_100_plus)
 
+    @property
+    def chrome_share_pct(self) -> float:
+        return 100.0 * self.chrome_tokens / max(1, self.chunk_tokens)
+
     def as_dict(self) -> dict:
         return {
             **asdict(self),
             "words_kept_pct": round(self.words_kept_pct, 4),
             "small_chunks_pct": round(self.small_chunks_pct, 3),
+            "chrome_share_pct": round(self.chrome_share_pct, 3),
         }
 
 
@@ -73,15 +83,15 @@ def check_run(
     for duplicate in run.report.duplicates:
         dropped.setdefault(duplicate.source_url, []).append(by_id[duplicate.duplicate_of])
     _check_chunks(run.chunks, counter, hard, figures)
-    for page, record in zip(crawl.data, run.pages, strict=True):
+    chrome = chrome_lines([page.markdown for page in crawl.data])
+    _check_chrome(run.chunks, frozenset().union(*chrome), counter, figures)
+    for page, record, page_chrome in zip(crawl.data, run.pages, chrome, strict=True):
         if record.status != "chunked":
             continue
         chunks = by_url.get(record.canonical_url, [])
-        cleaned = clean_markdown(page.markdown)
+        cleaned = clean_markdown(page.markdown, chrome=page_chrome)
         lines = cleaned.lines
-        if record.tokens_after_cleanup >= small:
-            figures.chunks_of_pages_100_plus += len(chunks)
-            figures.small_chunks += sum(c.metadata.token_count < small for c in chunks)
+        _count_small(chunks, small, figures)
         _check_code(lines, chunks + dropped.get(record.canonical_url, []), counter, hard, figures)
         _check_headings(lines, chunks, figures)
         _check_words(lines, chunks + dropped.get(record.canonical_url, []), figures)
@@ -109,19 +119,44 @@ def _check_chunks(
     figures.duplicate_texts = sum(n - 1 for n in seen.values())
 
 
+def _count_small(chunks: list[Chunk], small: int, figures: QualityFigures) -> None:
+    """Small chunks among the chunks of pages whose chunks hold at least `small` tokens
+    together: a page with less than that to give can only give a small chunk."""
+    if sum(c.metadata.token_count for c in chunks) < small:
+        return
+    figures.chunks_of_pages_100_plus += len(chunks)
+    figures.small_chunks += sum(c.metadata.token_count < small for c in chunks)
+
+
+def _check_chrome(
+    chunks: list[Chunk], chrome: frozenset[str], counter: TokenCounter, figures: QualityFigures
+) -> None:
+    """Tokens of chunk lines (outside code) that the crawl repeats on most of its pages,
+    and line-number markers (`_12`, `_12\\`) left over from flattened code."""
+    for chunk in chunks:
+        lines = chunk.data.text.split("\n")
+        figures.chunk_tokens += chunk.metadata.token_count
+        for line, in_code in zip(lines, _code_line_flags(lines), strict=True):
+            stripped = line.strip()
+            if _LINE_NUMBER_MARKER.fullmatch(stripped):
+                figures.line_number_markers += 1
+            if not in_code and stripped in chrome:
+                figures.chrome_tokens += counter.count(stripped)
+
+
 def _heading_at(lines: list[str], i: int) -> tuple[int, str] | None:
     """(level, clean title) when line i is a heading line (ATX, or setext text/underline)."""
     line = lines[i]
     match = _ATX.match(line)
     if match:
-        return len(match.group(1)), clean_heading(match.group(2))
+        return len(match.group(1)), heading_text(match.group(2))
     if (
         line.strip()
         and i + 1 < len(lines)
         and _SETEXT.match(lines[i + 1])
         and not line.startswith(("-", "*", "|", "    "))
     ):
-        return (1 if lines[i + 1].strip()[0] == "=" else 2), clean_heading(line.strip())
+        return (1 if lines[i + 1].strip()[0] == "=" else 2), heading_text(line.strip())
     if _SETEXT.match(line) and i > 0 and lines[i - 1].strip() and _heading_at(lines, i - 1):
         return 0, ""  # the underline of a setext heading
     return None

@@ -42,6 +42,8 @@ def test_acceptance_figures(corpus_run):
     assert figures.duplicate_texts == 0
     assert figures.small_chunks_pct <= 2.0
     assert figures.header_only_chunks == 0
+    assert figures.line_number_markers == 0
+    assert figures.chrome_share_pct <= 2.0, figures.chrome_tokens
 
 
 @needs_corpus

@@ -115,8 +115,18 @@ def test_a_dash_line_in_code_does_not_make_a_setext_heading():
 
 def test_setext_headings_count_as_headings():
     assert overlap("Install the client\n---\n\nRun it now please.") == (
-        "Install the client\n---\n\nRun it now please."
+        "## Install the client\n\nRun it now please."
     )
+
+
+def test_the_heading_is_its_clean_text_whatever_its_decoration():
+    """The overlap reads a heading as the chunk's metadata does (`heading_text`)."""
+    for line in (
+        "## Use `rpc()` [\\#](\\#use-rpc)",
+        "## [\u200b](https://x.io/p\\#use-rpc)  Use `rpc()`",
+        '## Use `rpc()` [¶](https://x.io/p.html\\#use-rpc "Permalink to this headline")',
+    ):
+        assert overlap(f"{line}\n\nCall it now please.") == "## Use rpc()\n\nCall it now please."
 
 
 def test_a_short_last_paragraph_is_not_replaced_by_a_heading():

@@ -441,6 +441,8 @@ _SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)\s*")
 # A line of nothing but links or images (a list item's bullet allowed): pager links,
 # logos, a trailing screenshot. No prose to tell the end of the content by.
 _LINKS_ONLY = re.compile(r"(?:[-*+]\s+)?(?:!?\[[^\]\n]*\]\([^)\n]*\)\s*)+")
+# A list item that is a label, not a sentence: the current page's name in a breadcrumb.
+_LABEL_ITEM = re.compile(r"[-*+]\s+[^\s.!?:;]+(?:\s+[^\s.!?:;]+){0,3}")
 HEADING_BLOCK, CODE_BLOCK, TEXT_BLOCK = "heading", "code", "text"
 
 
@@ -453,13 +455,13 @@ def _drop_chrome(page: CleanedPage, chrome: frozenset[str]) -> None:
     for kind, start, end in blocks:
         if kind == HEADING_BLOCK:
             break
-        if kind == TEXT_BLOCK and _mostly(page.lines[start:end], chrome):
+        if kind == TEXT_BLOCK and _is_chrome(page.lines[start:end], chrome):
             drop.update(range(start, end))
     for kind, start, end in reversed(blocks):
         lines = page.lines[start:end]
         if kind != TEXT_BLOCK:
             break
-        if _mostly(lines, chrome):
+        if _is_chrome(lines, chrome):
             drop.update(range(start, end))
         elif not all(_LINKS_ONLY.fullmatch(line.strip()) for line in lines):
             break
@@ -471,8 +473,16 @@ def _drop_chrome(page: CleanedPage, chrome: frozenset[str]) -> None:
     page.source_lines = [page.source_lines[i] for i in kept]
 
 
-def _mostly(lines: list[str], chrome: frozenset[str]) -> bool:
-    return 2 * sum(line.strip() in chrome for line in lines) > len(lines)
+def _is_chrome(lines: list[str], chrome: frozenset[str]) -> bool:
+    """Mostly chrome lines, or navigation holding one: a breadcrumb repeats its separators
+    on every page but names the page itself, so most of a short one is not repeated."""
+    marked = [line.strip() in chrome for line in lines]
+    if 2 * sum(marked) > len(lines):
+        return True
+    return any(marked) and all(
+        is_chrome or _LINKS_ONLY.fullmatch(line.strip()) or _LABEL_ITEM.fullmatch(line.strip())
+        for line, is_chrome in zip(lines, marked, strict=True)
+    )
 
 
 def _blocks(lines: list[str]) -> list[tuple[str, int, int]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from firechunk.chunker.headings import heading_text
 from firechunk.tokens import TokenCounter
 
 _ATX_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]+\S.*$", re.M)
@@ -35,15 +36,27 @@ def overlap_after(
 def overlap_text(
     previous_text: str, heading_in_force: str | None, counter: TokenCounter, limit: int
 ) -> str:
-    heading = _last_heading(previous_text) or heading_in_force or ""
+    found = _last_heading(previous_text)
+    heading = _heading_line(found) if found else heading_in_force or ""
     sentence = last_sentence(previous_text)
-    if sentence == heading:
+    if sentence in (found, heading):
         sentence = ""
     budget = limit - (counter.count(heading) + 2 if heading else 0)
     if budget < 10:  # a heading too long to leave room: keep the sentence alone
         heading, budget = "", limit
     sentence = _tail_within(sentence, budget, counter)
     return "\n\n".join(part for part in (heading, sentence) if part)
+
+
+def _heading_line(found: str) -> str:
+    """A heading line of the text (ATX, or setext with its underline) as the overlap
+    carries it: the marks of its level and its text as `heading_text` reads it."""
+    line, _, underline = found.partition("\n")
+    if underline:
+        level = 1 if underline.strip().startswith("=") else 2
+    else:
+        level = len(line.lstrip()) - len(line.lstrip().lstrip("#"))
+    return f"{'#' * level} {heading_text(line)}"
 
 
 def _last_heading(text: str) -> str | None:
