@@ -358,3 +358,25 @@ def test_inline_backticks_on_a_fence_like_line_do_not_open_a_fence():
     page = clean_markdown("``` a ` b\n\nLoading...")
     assert page.lines == ["``` a ` b", ""]
     assert page.warnings == []
+
+
+BREADCRUMB = [
+    "- »",
+    "- Examples",
+    "- [View page source](https://docs.example.org/src/examples.txt)",
+]
+
+
+def test_a_breadcrumb_that_names_its_page_is_chrome():
+    """Only the separator repeats on every page; the page's own name and source link do
+    not, yet the block is navigation, not content."""
+    page = clean_markdown("\n".join([*BREADCRUMB, "", "# Examples", "", "Body."]), chrome={"- »"})
+    assert page.removed["site_chrome"] == BREADCRUMB
+    assert [line for line in page.lines if line][0] == "# Examples"
+
+
+def test_a_list_of_sentences_beside_a_chrome_line_is_kept():
+    lines = ["- »", "- Store files of any size in one bucket.", "- Serve them from the edge."]
+    page = clean_markdown("\n".join([*lines, "", "# Storage", "", "Body."]), chrome={"- »"})
+    assert page.removed["site_chrome"] == []
+    assert page.lines[:3] == lines
