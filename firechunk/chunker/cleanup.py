@@ -261,7 +261,9 @@ def _clean_line(
         if consumed:
             return i + consumed, None
     if options.heading_anchors and "](" in line and not line.startswith(("    ", "\t")):
-        line = raw[i] = strip_permalinks(line, page.removed["heading_anchors"])
+        setext = i + 1 < len(raw) and _SETEXT_UNDERLINE.fullmatch(raw[i + 1])
+        strip = strip_heading_anchors if setext else strip_permalinks
+        line = raw[i] = strip(line, page.removed["heading_anchors"])
         if not line.strip():
             return i + 1, None
     if options.page_toc:

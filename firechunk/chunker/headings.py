@@ -15,7 +15,11 @@ from __future__ import annotations
 import re
 
 # A link's text and target: `[text](target "title")`, the target bare or in <angle brackets>.
-_LINK_PARTS = r"!?\[(?P<text>[^\]\n]*)\]\((?:[^()\s]*|<[^>\n]*>)(?:\s+\"(?P<title>[^\"\n]*)\")?\)"
+# An escaped `\[` or `\!` is text, never part of a link.
+_LINK_PARTS = (
+    r"(?<!\\)(?P<bang>!?)(?<!\\)\[(?P<text>(?:\\.|[^\]\[\\\n])*)\]"
+    r"\((?:[^()\s]*|<[^>\n]*>)(?:\s+\"(?P<title>[^\"\n]*)\")?\)"
+)
 _ANY_LINK = re.compile(r"[^\S\n]*" + _LINK_PARTS + r"[^\S\n]*")
 _ANCHOR_TITLE = re.compile(r"permalink|permanent link|direct link|link to this", re.I)
 _PILCROWS = frozenset("¶§")  # outside headings a `#` link may be a real link
@@ -67,6 +71,9 @@ def _strip(line: str, is_anchor, removed: list[str] | None) -> str:
             return match.group(0)
         if removed is not None:
             removed.append(match.group(0))
+        # `Done![#](#done)`: an anchor is never an image, so the `!` is the title's.
+        if match.group("bang"):
+            return line[match.start() : match.start("bang")] + "! "
         return " "
 
     return _tidy(_ANY_LINK.sub(replace, line), line)
