@@ -34,7 +34,6 @@ def change_set(
     full: bool,
     pages_rechunked: int,
     pages_reused: int,
-    pages_copied: int = 0,
 ) -> ChangeSet:
     """Compare the run's chunk rows and pages with those of `baseline` (id, run dir)."""
     before_rows: dict[str, str | None] = {}
@@ -51,7 +50,6 @@ def change_set(
         full=full,
         pages_rechunked=pages_rechunked,
         pages_reused=pages_reused,
-        pages_copied=pages_copied,
         upsert=[cid for cid, sha in chunk_rows.items() if before_rows.get(cid) != sha],
         delete=[cid for cid in before_rows if cid not in chunk_rows],
         pages_added=[

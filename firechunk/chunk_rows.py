@@ -1,9 +1,7 @@
 """A chunked page's rows: which of its drafts are kept, their ids, and each kept chunk's JSON.
 
-One definition for both ways a run is put together: in memory (`firechunk.pipeline.assemble`,
-for `firechunk chunk` and the chunk flow) and written as it goes (`firechunk.streaming`, the
-rebuild), so the two cannot drift apart. A row is the chunk's JSON object exactly as
-`schemas.chunk.Chunk.to_json()` gives it (`check_row_shape` holds them together).
+`firechunk.assemble` builds every run's rows with these. A row is the chunk's JSON object
+exactly as `schemas.chunk.Chunk.to_json()` gives it (`check_row_shape` holds them together).
 """
 
 from __future__ import annotations

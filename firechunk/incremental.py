@@ -11,21 +11,21 @@ find there.
 
 Why outcomes and not final chunks: aliases (same page under several URLs), the run-wide
 dropping of repeated chunks, chunk ids and overlap links depend on all pages together, so
-they are decided again on every run (`firechunk.streaming`); where they come out as the
-last good run had them, the page's rows are copied from its files (`firechunk.emissions`).
-An incremental rebuild gives exactly what a full rebuild of the same crawl gives: same
+they are decided again on every run (`firechunk.assemble`). An incremental rebuild
+gives exactly what a full rebuild of the same crawl gives: same
 ids, texts, overlaps, order.
 
-The key includes `chunker_version()`, a hash of the source files whose code makes an
-outcome (the chunker package, token counting, the per-page wrapper and this module) and
-of tiktoken's version: changing any of them makes every key new, so outcomes made by other
-code are never reused and nobody has to remember to bump a version number.
+The key includes `chunker_version()`, a hash of the chunker package's source, of token
+counting, of the fields an outcome is stored with, and of tiktoken's version: changing any
+of them makes every key new, so outcomes made by other code are never reused and nobody
+has to remember to bump a version number. Editing the run side (assembly, the report,
+validation) keeps every key: the next night re-chunks nothing for it.
 
 Besides the chunker's drafts, an outcome holds values derived from each draft's text
 alone, computed in the worker that chunked the page and reused with it: the token recount
 and text hash the validation suites check, the heading lines in the text, and the overlap
 text the draft gives the chunk after it. They are the same functions a full in-memory run
-uses (`firechunk.validation_tables`, `firechunk.chunker.overlap`), applied to the same text.
+uses (`firechunk.chunker.headings`, `firechunk.chunker.overlap`), applied to the same text.
 """
 
 from __future__ import annotations
@@ -36,32 +36,39 @@ import os
 import sqlite3
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
 import orjson
 import tiktoken
 
-from firechunk.chunker.page import ChunkerOptions, DraftChunk, content_hash
-from firechunk.pipeline import AliasPlan, PageInput, PageOutcome, chunk_batch
+from firechunk.chunker.headings import heading_lines
+from firechunk.chunker.overlap import overlap_after
+from firechunk.chunker.page import (
+    ChunkerOptions,
+    DraftChunk,
+    PageChunks,
+    PageRejected,
+    chunk_page,
+    content_hash,
+)
+from firechunk.plan import AliasPlan, PageInput
 from firechunk.tokens import TokenCounter
-from firechunk.validation_tables import heading_lines
 
 STATE_FILE = "rebuild_state.sqlite"
 _PACKAGE = Path(__file__).resolve().parent
 # The code whose behaviour decides an outcome; see chunker_version().
-_VERSIONED_SOURCES = (
-    sorted((_PACKAGE / "chunker").glob("*.py"))
-    + [_PACKAGE / name for name in ("tokens.py", "pipeline.py", "urls.py", "incremental.py")]
-    + [_PACKAGE / "validation_tables.py"]
-)
+_VERSIONED_SOURCES = sorted((_PACKAGE / "chunker").glob("*.py")) + [_PACKAGE / "tokens.py"]
 
 
 @lru_cache(maxsize=1)
 def chunker_version() -> str:
-    """A hash of the code that makes an outcome, and of the tiktoken release."""
+    """A hash of the chunker's code, the fields an outcome is stored with, and the
+    tiktoken release."""
     digest = hashlib.sha256(f"tiktoken {tiktoken.__version__}\n".encode())
+    stored = [f.name for kind in (StoredOutcome, StoredDraft) for f in fields(kind)]
+    digest.update(f"{stored}\n".encode())
     for path in _VERSIONED_SOURCES:
         digest.update(f"{path.name}\n".encode())
         digest.update(path.read_bytes())
@@ -135,28 +142,35 @@ class PackedOutcome:
     payload: bytes
 
 
-def chunk_for_store(
+def chunk_pages(
     batch: list[PageInput], encoding: str, options: ChunkerOptions
 ) -> list[PackedOutcome]:
-    """Chunk a batch of pages (`pipeline.chunk_batch`), add what each draft's text tells and
-    pack each outcome for the store.
+    """Chunk a batch of pages, add what each draft's text tells, pack each outcome; a page
+    that fails becomes an outcome with a reason, and costs that page only.
 
-    Runs in a worker process: the recounts, overlaps and compression are the bulk of the
-    work after chunking itself, and done here they are done in parallel, once per page
-    text, and not in the flow's process while it writes the run.
+    Runs in a worker: the recounts, overlaps and packing are the bulk of the work after
+    chunking itself, and done here they are done in parallel, once per page text.
     """
     counter = TokenCounter(encoding)
-    return [_stored(outcome, counter).packed() for outcome in chunk_batch(batch, encoding, options)]
+    return [_outcome(page, counter, options).packed() for page in batch]
 
 
-def _stored(outcome: PageOutcome, counter: TokenCounter) -> StoredOutcome:
-    if outcome.chunks is None:
-        return StoredOutcome(
-            outcome.index, reason=outcome.reason or "unknown", detail=outcome.detail
-        )
-    page = outcome.chunks
+def _outcome(page: PageInput, counter: TokenCounter, options: ChunkerOptions) -> StoredOutcome:
+    try:
+        chunks = chunk_page(page.markdown, page.title, counter.count, options, page.chrome)
+    except PageRejected as rejected:
+        return StoredOutcome(page.index, reason=rejected.reason, detail=rejected.detail)
+    except Exception as error:  # a parser bug must not sink the run
+        detail = f"{type(error).__name__}: {error}"
+        return StoredOutcome(page.index, reason="parse-error", detail=detail)
+    return _stored(page.index, chunks, counter, options.limits.overlap)
+
+
+def _stored(index: int, page: PageChunks, counter: TokenCounter, overlap: int) -> StoredOutcome:
+    for draft in page.chunks[:-1]:
+        draft.overlap = overlap_after(draft.text, draft.breadcrumb, counter, overlap)
     return StoredOutcome(
-        index=outcome.index,
+        index=index,
         content_hash=page.content_hash,
         drafts=[_stored_draft(draft, counter) for draft in page.chunks],
         headings=list(page.headings),
@@ -182,9 +196,8 @@ class OutcomeStore:
 
     Tables: `outcomes` (key -> zlib-compressed JSON of a StoredOutcome, and its content
     hash for the alias planning), `chunk_rows` (each chunk id of the run -> sha256 of its
-    line in chunks.json, what `firechunk.changes` compares), `emissions` (key -> how the
-    run wrote that outcome's page, `firechunk.emissions`), `meta` (the code versions and
-    encoding the outcomes and emissions were made with).
+    line in chunks.json, what `firechunk.changes` compares), `meta` (the code version and
+    encoding the outcomes were made with).
 
     A new store is built under a temporary name and renamed into place by `close`, so a
     run directory holds a whole store or none.
@@ -249,23 +262,6 @@ class OutcomeStore:
     def set_meta(self, name: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
 
-    def put_emission(self, key: str, blob: bytes, span: tuple[int, ...]) -> None:
-        """How the page of outcome `key` was written: `firechunk.emissions.PageEmission`'s
-        blob, and its `RowSpan` (first row, rows, start and end in chunks.json)."""
-        self._db.execute(
-            "INSERT OR REPLACE INTO emissions VALUES (?, ?, ?, ?, ?, ?)", (key, blob, *span)
-        )
-
-    def emission(self, key: str) -> tuple[bytes, tuple[int, ...]] | None:
-        row = self._db.execute(
-            "SELECT blob, first_row, rows, json_start, json_end FROM emissions WHERE key = ?",
-            (key,),
-        ).fetchone()
-        return None if row is None else (row[0], row[1:])
-
-    def clear_emissions(self) -> None:
-        self._db.execute("DELETE FROM emissions")
-
     def put_chunk_rows(self, rows: Iterable[tuple[str, str]]) -> None:
         self._db.executemany("INSERT INTO chunk_rows VALUES (?, ?)", rows)
 
@@ -282,6 +278,14 @@ class OutcomeStore:
                 os.fsync(handle.fileno())
             os.replace(self._building, self.path)
             self._building = None
+
+    @classmethod
+    def reopen(cls, path: Path) -> OutcomeStore:
+        """A finished store, opened to add to it (the run's chunk rows, once written)."""
+        store = cls(path)
+        store._db.close()
+        store._db = _connect(f"{Path(path).resolve().as_uri()}?mode=rw")
+        return store
 
     def discard(self) -> None:
         """Close without keeping a store that is being built (the run failed)."""
@@ -306,11 +310,6 @@ PRAGMA synchronous = OFF;
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE outcomes (key TEXT PRIMARY KEY, content_hash TEXT, payload BLOB NOT NULL);
 CREATE TABLE chunk_rows (chunk_id TEXT NOT NULL, row_sha TEXT NOT NULL);
-CREATE TABLE emissions (
-    key TEXT PRIMARY KEY, blob BLOB NOT NULL,
-    first_row INTEGER NOT NULL, rows INTEGER NOT NULL,
-    json_start INTEGER NOT NULL, json_end INTEGER NOT NULL
-);
 """
 
 

@@ -4,10 +4,9 @@ Loaders read `chunks.parquet` (or `chunks.json`, the same rows in the fixed JSON
 people read `report.json` and `quarantine.jsonl`; `pages.parquet` says what became of every
 crawled URL. Validation results go to `validation/` (see `firechunk.validation`).
 
-The chunk files are written as the chunks come (`ChunkFileWriter`): Parquet one row group
-per batch of rows, `chunks.json` one chunk per line of a JSON array, so a run of any size
-never holds its chunk texts twice, nor all at once when they are streamed
-(`firechunk.streaming`).
+The chunk files are written as assembly hands over each page's rows (`ChunkFileWriter`):
+Parquet one row group per batch of rows, `chunks.json` one chunk per line of a JSON array,
+so a written run never holds all its chunk texts at once.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from contextlib import ExitStack, suppress
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -58,26 +57,14 @@ def write_page_files(run_dir: Path, pages: list, quarantine: list) -> list[Path]
     ]
 
 
-class RowSpan(NamedTuple):
-    """Where one page's rows are in a run's chunk files."""
-
-    first_row: int  # row number (from 0) of its first chunk, in both files
-    rows: int
-    json_start: int  # byte offset of its first line in chunks.json
-    json_end: int  # byte offset just past its last line
-
-
 class ChunkFileWriter:
     """`chunks.parquet` and `chunks.json`, written together a page of chunk rows at a time.
 
     Rows are the chunk JSON objects (`Chunk.to_json()` shape). Each is written to
     `chunks.json` at once, as one line of the array (compact JSON, by orjson: the standard
     library's encoder took seconds on a few thousand pages), and to Parquet a row group at a
-    time. A page's rows can also be copied from an earlier run's files (`copy_rows`): its
-    lines as they are, its Parquet rows as Arrow data, no Python objects made.
-    Both files appear (atomically) when the `with` block ends without error; on an error
-    neither does. Each page's `RowSpan` and the sha256 of each of its lines in
-    `chunks.json` are returned: the span lets the next run copy the page, the digests are
+    time. Both files appear (atomically) when the `with` block ends without error; on an
+    error neither does. The sha256 of each row's line in `chunks.json` is returned: it is
     what `firechunk.changes` compares from one run to the next.
 
     The schema check of `write_parquet` runs on the first row of every row group rather
@@ -88,11 +75,8 @@ class ChunkFileWriter:
     def __init__(self, run_dir: Path) -> None:
         self.paths = [Path(run_dir) / CHUNKS_PARQUET, Path(run_dir) / CHUNKS_JSON]
         self._stack = ExitStack()
-        self._rows: list[dict[str, Any]] = []  # rows not yet in `_tables`
-        self._tables: list[pa.Table] = []  # Parquet rows of the next row group, in order
-        self._pending = 0  # rows in `_rows` and `_tables`
+        self._rows: list[dict[str, Any]] = []  # rows of the next Parquet row group
         self._lines = 0
-        self._offset = 0  # bytes written to chunks.json
         self._parquet: pq.ParquetWriter | None = None
 
     def __enter__(self) -> ChunkFileWriter:
@@ -101,62 +85,30 @@ class ChunkFileWriter:
         self._parquet = pq.ParquetWriter(
             parquet_file, CHUNKS_SCHEMA, compression=PARQUET_COMPRESSION
         )
-        self._write_json(b"[")
+        self._json.write(b"[")
         return self
 
-    def add_rows(self, rows: list[dict[str, Any]]) -> tuple[RowSpan, list[str]]:
-        """Write chunk rows (a page's, in the rebuild); return where they went and their
-        lines' digests."""
+    def add_rows(self, rows: list[dict[str, Any]]) -> list[str]:
+        """Write chunk rows (a page's); return their lines' digests."""
         lines = [orjson.dumps(row) for row in rows]
-        span = self._write_lines(lines)
-        self._rows.extend(rows)
-        self._added(len(rows))
-        return span, line_digests(lines)
-
-    def copy_rows(self, lines: list[bytes], table: pa.Table) -> RowSpan:
-        """Write a page's rows as an earlier run wrote them: its `lines` of that run's
-        chunks.json, and `table`, its Parquet rows."""
-        if len(lines) != table.num_rows:
-            raise ValueError(f"{len(lines)} lines of chunks.json for {table.num_rows} rows")
-        span = self._write_lines(lines)
-        self._seal_rows()
-        self._tables.append(table if table.schema == CHUNKS_SCHEMA else table.cast(CHUNKS_SCHEMA))
-        self._added(len(lines))
-        return span
-
-    def _write_lines(self, lines: list[bytes]) -> RowSpan:
-        first_row = self._lines
-        separator = b"\n" if first_row == 0 else b",\n"
-        start = self._offset + len(separator) if lines else self._offset
         if lines:
-            self._write_json(separator + b",\n".join(lines))
+            self._json.write((b"\n" if self._lines == 0 else b",\n") + b",\n".join(lines))
             self._lines += len(lines)
-        return RowSpan(first_row, len(lines), start, self._offset)
-
-    def _write_json(self, data: bytes) -> None:
-        self._json.write(data)
-        self._offset += len(data)
-
-    def _added(self, rows: int) -> None:
-        self._pending += rows
-        if self._pending >= ROWS_PER_GROUP:
+        self._rows.extend(rows)
+        if len(self._rows) >= ROWS_PER_GROUP:
             self._flush()
+        return line_digests(lines)
 
-    def _seal_rows(self) -> None:
-        """Turn the rows made here so far into Arrow data, after checking their keys."""
+    def _flush(self) -> None:
+        """Write the rows held as one Parquet row group, after checking their keys."""
         if not self._rows:
             return
         mismatch = _key_mismatch(self._rows[0], pa.struct(list(CHUNKS_SCHEMA)), where="row")
         if mismatch:
             raise ValueError(f"{CHUNKS_PARQUET}: {mismatch}; update schemas/parquet.py")
-        self._tables.append(pa.Table.from_pylist(self._rows, schema=CHUNKS_SCHEMA))
+        table = pa.Table.from_pylist(self._rows, schema=CHUNKS_SCHEMA)
+        self._parquet.write_table(table, ROWS_PER_GROUP)
         self._rows = []
-
-    def _flush(self) -> None:
-        self._seal_rows()
-        if self._tables:
-            self._parquet.write_table(pa.concat_tables(self._tables), ROWS_PER_GROUP)
-        self._tables, self._pending = [], 0
 
     def __exit__(
         self,
@@ -173,7 +125,7 @@ class ChunkFileWriter:
         """Finish both files and move them into place."""
         try:
             self._flush()
-            self._write_json(b"\n]\n")
+            self._json.write(b"\n]\n")
             self._parquet.close()
         except BaseException as failure:
             self.abandon(failure)
@@ -189,8 +141,7 @@ class ChunkFileWriter:
 
 
 def line_digests(lines: list[bytes]) -> list[str]:
-    """The sha256 of each chunks.json line: what `firechunk.changes` compares, and what a
-    copied page's lines are checked against."""
+    """The sha256 of each chunks.json line: what `firechunk.changes` compares."""
     return [hashlib.sha256(line).hexdigest() for line in lines]
 
 

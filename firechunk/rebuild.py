@@ -2,10 +2,9 @@
 
     start    claim data/runs/<run-id>/, find the baseline (the run data/latest points at)
     chunk    plan aliases, key every page, copy the outcomes the baseline has into the
-             run's store, chunk the other pages batch by batch (`map_batches`), store them;
-             write each page's rows as soon as it and every page before it has its outcome
-    write    the rows were written in crawl order as outcomes came in (`firechunk.streaming`);
-             finish the run's files, then `changes.json` against the baseline
+             run's store, chunk the other pages batch by batch (`map_batches`), store them
+    write    one pass in crawl order over the stored outcomes (`firechunk.assemble`),
+             writing the run's files as it goes, then `changes.json` against the baseline
     publish  validate with the suites, publish as data/latest only if every one passed
 
 The Prefect flow (`flows/rebuild.py`) runs these stages as tasks and maps the batches on
@@ -26,18 +25,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from firechunk.assemble import Assembled, assemble
+from firechunk.atomic import write_json
 from firechunk.changes import change_set, write_changes
 from firechunk.chunker.page import ChunkerOptions
-from firechunk.emissions import BaselineRows
 from firechunk.incremental import (
     STATE_FILE,
     OutcomeStore,
     PackedOutcome,
     ReusePlan,
-    chunk_for_store,
+    StoredOutcome,
+    chunk_pages,
     plan_reuse,
 )
-from firechunk.pipeline import AliasPlan, PageInput, make_batches, page_inputs
+from firechunk.outputs import REPORT_JSON, ChunkFileWriter, write_page_files
+from firechunk.plan import AliasPlan, PageInput, make_batches, page_inputs
 from firechunk.publish import (
     RUNS_DIR,
     claim_run_dir,
@@ -46,7 +48,6 @@ from firechunk.publish import (
     publish_if_passed,
     validate_written_run,
 )
-from firechunk.streaming import RunWriter, WrittenRun
 from firechunk.tokens import DEFAULT_ENCODING
 from firechunk.validation_process import ValidationProcess
 from firechunk.validation_tables import tables_from_facts
@@ -75,18 +76,29 @@ class RunStart:
         return self.baseline[1] / STATE_FILE
 
 
-@dataclass
+@dataclass(frozen=True)
 class ChunkedRun:
-    """The chunk stage's hand-over: the plan, the run's store holding every outcome, and
-    the writer that has written the run's rows as far as the outcomes allowed."""
+    """The chunk stage's hand-over: the plan, and every page's outcome in the run's store
+    (`<run-dir>/rebuild_state.sqlite`, closed)."""
 
     start: RunStart
     inputs: list[PageInput]
     plan: AliasPlan
     reuse: ReusePlan
-    store: OutcomeStore
-    writer: RunWriter
     encoding: str
+    started: float
+
+
+@dataclass
+class WrittenRun:
+    """What the written run's validation, change set and dashboard need."""
+
+    run_dir: Path
+    assembled: Assembled
+
+    @property
+    def report(self):
+        return self.assembled.report
 
 
 def start_run(data_dir: Path, run_id: str | None = None, *, full: bool = False) -> RunStart:
@@ -106,12 +118,7 @@ def chunk_stage(
     encoding: str = DEFAULT_ENCODING,
     options: ChunkerOptions | None = None,
 ) -> ChunkedRun:
-    """Reuse what the baseline has, chunk the rest; every outcome ends up in the run's store.
-
-    The run's rows are written as the outcomes come in (`RunWriter`), so in a process that
-    waits for its chunking workers the writing is done while they chunk; the rows of a page
-    the baseline wrote the same way are copied from its files (`firechunk.emissions`).
-    """
+    """Reuse what the baseline has, chunk the rest; every outcome ends up in the run's store."""
     started = time.perf_counter()
     options = options or ChunkerOptions()
     with failure_recorded(start.run_dir, start.run_id):
@@ -119,63 +126,65 @@ def chunk_stage(
         plan = AliasPlan.from_inputs(inputs)
         reuse = plan_reuse(plan, encoding, options, start.baseline_state)
         store = OutcomeStore.create(start.run_dir / STATE_FILE, encoding=encoding)
-        writer = None
         try:
             if reuse.reused:
                 store.copy_from(start.baseline_state, reuse.reused)
-            writer = RunWriter(
-                inputs,
-                plan,
-                reuse.keys,
-                store,
-                start.run_dir,
-                encoding=encoding,
-                started=started,
-                baseline=_baseline_rows(start),
-            )
-            writer.add(store.content_hashes())
             batches = list(make_batches(reuse.fresh, workers)) if reuse.fresh else []
             for outcomes in map_batches(batches, reuse):
                 for outcome in outcomes:
                     store.put(reuse.keys[outcome.index], outcome)
-                writer.add({reuse.keys[o.index]: o.content_hash for o in outcomes})
         except BaseException:
-            if writer is not None:
-                writer.abandon()
             store.discard()
             raise
-    return ChunkedRun(start, inputs, plan, reuse, store, writer, encoding)
+        store.close()
+    return ChunkedRun(start, inputs, plan, reuse, encoding, started)
 
 
-def _baseline_rows(start: RunStart) -> BaselineRows | None:
-    """The baseline's chunk files and page emissions, unless this is a full rebuild."""
-    if start.baseline_state is None:
-        return None
-    return BaselineRows.open(start.baseline[1])
+class StoredOutcomes:
+    """The outcomes in a run's store, by the index of the page chunked (`Outcomes`)."""
+
+    def __init__(self, store: OutcomeStore, keys: dict[int, str]) -> None:
+        self._store, self._keys = store, keys
+        self._hashes = store.content_hashes()
+
+    def content_hash(self, index: int) -> str | None:
+        return self._hashes[self._keys[index]]
+
+    def get(self, index: int) -> StoredOutcome:
+        return self._store.get(self._keys[index], index)
 
 
 def write_stage(chunked: ChunkedRun) -> tuple[WrittenRun, ChangeSet]:
-    """Finish the run's files, write `changes.json`; close the run's store."""
+    """Assemble the run from its store and write its files, then `changes.json`."""
     start = chunked.start
     with failure_recorded(start.run_dir, start.run_id):
+        store = OutcomeStore.reopen(start.run_dir / STATE_FILE)
         try:
-            written = chunked.writer.finish()
-        except BaseException:
-            chunked.store.discard()
-            raise
-        chunked.store.close()
+            with ChunkFileWriter(start.run_dir) as writer:
+                assembled = assemble(
+                    chunked.inputs,
+                    chunked.plan,
+                    StoredOutcomes(store, chunked.reuse.keys),
+                    writer,
+                    encoding=chunked.encoding,
+                    started=chunked.started,
+                )
+            store.put_chunk_rows(assembled.row_digests.items())
+        finally:
+            store.close()
+        write_page_files(start.run_dir, assembled.pages, assembled.quarantine)
+        write_json(start.run_dir / REPORT_JSON, assembled.report.model_dump(mode="json"))
         changes = change_set(
             start.run_id,
-            written.chunk_rows,
-            written.pages,
+            assembled.row_digests,
+            assembled.pages,
             baseline=start.baseline,
             full=start.full,
             pages_rechunked=len(chunked.reuse.fresh),
             pages_reused=chunked.reuse.pages_reused,
-            pages_copied=written.pages_copied,
         )
         write_changes(start.run_dir, changes)
-    return written, changes
+    return WrittenRun(start.run_dir, assembled), changes
 
 
 def publish_stage(
@@ -185,7 +194,8 @@ def publish_stage(
     `latest` only if every expectation passed."""
     started = time.perf_counter()
     with failure_recorded(start.run_dir, start.run_id):
-        tables = tables_from_facts(written.facts, written.pages, written.report.duplicates)
+        assembled = written.assembled
+        tables = tables_from_facts(assembled.facts, assembled.pages, assembled.report.duplicates)
     outcome = validate_written_run(
         tables, start.run_dir, start.run_id, started=started, validator=validator
     )
@@ -228,6 +238,6 @@ def in_this_process(
     def map_here(
         batches: list[list[PageInput]], _reuse: ReusePlan
     ) -> Iterable[list[PackedOutcome]]:
-        return (chunk_for_store(batch, encoding, options) for batch in batches)
+        return (chunk_pages(batch, encoding, options) for batch in batches)
 
     return map_here

@@ -8,10 +8,9 @@ threshold and allowed value lives in the suite files in `expectations/`, never h
 
 The tables are built from `ChunkFacts`, one per chunk: what the suites need to know about a
 chunk, without its text. A run held in memory (`ChunkRun`) gives its facts through
-`chunk_facts`; the streamed rebuild (`firechunk.streaming`) gives the same facts for chunks
-it has already written, with the text-derived ones (recount, text hash, heading lines)
-computed where the chunk was made (`firechunk.incremental.draft_facts`) by the same
-functions as here, so both paths check the same values.
+`chunk_facts`; a written run (`firechunk.assemble`) keeps the same facts for the chunks it
+wrote, with the text-derived ones (recount, text hash, heading lines) computed where the
+chunk was made, by the same functions as here, so both check the same values.
 
 Tables (one per suite, the suite's `name` is the table's name):
 - `chunks`: one row per chunk.
@@ -21,13 +20,12 @@ Tables (one per suite, the suite's `name` is the table's name):
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from firechunk.chunker.headings import heading_text
+from firechunk.chunker.headings import heading_key, heading_lines
 from firechunk.chunker.page import content_hash
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
@@ -310,35 +308,4 @@ class _Covered:
         """'headers', 'text' or 'missing'."""
         if (level, text) in self.headers:
             return "headers"
-        return "text" if _words(text) in self.heading_lines else "missing"
-
-
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
-_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")
-_WORD = re.compile(r"\w+")
-
-
-def _words(text: str) -> str:
-    """A heading's clean text reduced to its words, as a key to compare heading lines by."""
-    words = _WORD.findall(text.casefold())
-    return " ".join(words) if words else text.strip()
-
-
-def _normalise(line: str) -> str:
-    """A heading line's key: the words of its text as the chunker reads it (`heading_text`):
-    '## Use `rpc()` [¶](#rpc "Permalink")' matches the heading 'Use rpc()'."""
-    return _words(heading_text(line))
-
-
-def heading_lines(text: str) -> frozenset[str]:
-    """The heading lines (ATX or setext) in a chunk's text, normalised.
-
-    A chunk spanning several H2 sections carries their heading lines in its text; prose
-    that merely mentions a heading's words does not cover it.
-    """
-    found = set()
-    lines = text.splitlines()
-    for line, below in zip(lines, lines[1:] + [""], strict=True):
-        if _ATX_HEADING.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
-            found.add(_normalise(line))
-    return frozenset(found)
+        return "text" if heading_key(text) in self.heading_lines else "missing"

@@ -41,10 +41,6 @@ class ChangeSet(BaseModel):
     )
     pages_rechunked: int = Field(description="Pages the chunker ran on in this run.")
     pages_reused: int = Field(description="Pages whose chunker outcome came from the baseline.")
-    pages_copied: int = Field(
-        default=0,
-        description="Pages whose rows were copied from the baseline's files, unchanged.",
-    )
     upsert: list[str] = Field(
         default_factory=list,
         description="Chunk ids to insert or overwrite: new ids, and ids whose row changed "

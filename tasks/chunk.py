@@ -23,19 +23,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import TaskRunner
 
+from firechunk.assemble import assemble
 from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
-from firechunk.incremental import PackedOutcome, ReusePlan, chunk_for_store
-from firechunk.pipeline import (
-    AliasPlan,
-    PageInput,
-    PageOutcome,
-    assemble,
-    characters,
-    chunk_batch,
-    make_batches,
-    page_inputs,
-)
+from firechunk.incremental import PackedOutcome, ReusePlan, chunk_pages
+from firechunk.pipeline import ChunkList, InMemoryOutcomes
+from firechunk.plan import AliasPlan, PageInput, characters, make_batches, page_inputs
 from firechunk.rebuild import ChunkedRun, RunStart, chunk_stage
 from firechunk.tokens import DEFAULT_ENCODING
 from schemas.page import CrawlResult
@@ -47,22 +40,31 @@ PROGRESS_KEY = "chunking-progress"
 
 
 @task(name="chunk-pages", cache_policy=NO_CACHE)
-def chunk_pages(
+def chunk_batch(
     batch: list[PageInput], encoding: str, options: ChunkerOptions
-) -> list[PageOutcome]:
+) -> list[PackedOutcome]:
     """Chunk one batch of pages in whichever worker the task runner picked."""
-    return chunk_batch(batch, encoding, options)
+    return chunk_pages(batch, encoding, options)
 
 
 @task(name="assemble-run", cache_policy=NO_CACHE)
 def assemble_run(
     inputs: list[PageInput],
     plan: AliasPlan,
-    outcomes: dict[int, PageOutcome],
+    outcomes: dict[int, PackedOutcome],
     encoding: str,
     started: float,
 ) -> ChunkRun:
-    run = assemble(inputs, plan, outcomes, encoding, started)
+    sink = ChunkList()
+    assembled = assemble(
+        inputs, plan, InMemoryOutcomes(outcomes), sink, encoding=encoding, started=started
+    )
+    run = ChunkRun(
+        chunks=sink.chunks,
+        pages=assembled.pages,
+        quarantine=assembled.quarantine,
+        report=assembled.report,
+    )
     get_run_logger().info(run_summary(run.report))
     return run
 
@@ -105,10 +107,10 @@ def chunk_in_parallel(
     progress_id = create_progress_artifact(
         progress=0.0, key=PROGRESS_KEY, description=f"Pages chunked, of {total}"
     )
-    outcomes: dict[int, PageOutcome] = {}
+    outcomes: dict[int, PackedOutcome] = {}
     with api_shared_with_workers(), runner:
         futures = [
-            runner.submit(chunk_pages, {"batch": batch, "encoding": encoding, "options": options})
+            runner.submit(chunk_batch, {"batch": batch, "encoding": encoding, "options": options})
             for batch in batches
         ]
         for future in as_completed(futures):
@@ -116,14 +118,6 @@ def chunk_in_parallel(
             update_progress_artifact(progress_id, progress=100.0 * len(outcomes) / max(1, total))
             logger.info("chunked %d/%d pages", len(outcomes), total)
     return assemble_run(inputs, plan, outcomes, encoding, started)
-
-
-@task(name="chunk-pages", cache_policy=NO_CACHE)
-def chunk_pages_for_store(
-    batch: list[PageInput], encoding: str, options: ChunkerOptions
-) -> list[PackedOutcome]:
-    """Chunk one batch of pages, with what the store keeps of each (recounts, overlaps)."""
-    return chunk_for_store(batch, encoding, options)
 
 
 # A nightly run that reuses pages and has fewer characters than this left to chunk chunks
@@ -160,7 +154,7 @@ def chunk_into_store(
             return
         if reuse.pages_reused and characters(pages) < INLINE_CHARS:
             logger.info("chunking %d pages in this process (too few to start workers)", len(pages))
-            yield chunk_pages_for_store(pages, encoding, options)
+            yield chunk_batch(pages, encoding, options)
             update_progress_artifact(progress_id, progress=100.0)
             return
         logger.info(
@@ -170,7 +164,7 @@ def chunk_into_store(
         with api_shared_with_workers(), runner:
             futures = [
                 runner.submit(
-                    chunk_pages_for_store,
+                    chunk_batch,
                     {"batch": batch, "encoding": encoding, "options": options},
                 )
                 for batch in batches

@@ -13,8 +13,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from firechunk.rebuild import ChunkedRun, RunStart, start_run, write_stage
-from firechunk.streaming import WrittenRun
+from firechunk.rebuild import ChunkedRun, RunStart, WrittenRun, start_run, write_stage
 from schemas.changes import ChangeSet
 from tasks.chunk import run_summary
 
@@ -62,7 +61,6 @@ def changes_rows(changes: ChangeSet) -> list[dict[str, str]]:
         ("full rebuild", "yes" if changes.full else "no"),
         ("pages chunked", changes.pages_rechunked),
         ("pages reused from the baseline", changes.pages_reused),
-        ("pages whose rows were copied from it", changes.pages_copied),
         ("chunk ids to upsert", len(changes.upsert)),
         ("chunk ids to delete", len(changes.delete)),
         ("pages added", len(changes.pages_added)),

@@ -13,9 +13,8 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from firechunk.publish import build_and_publish, format_result
-from firechunk.rebuild import RunStart, publish_stage
+from firechunk.rebuild import RunStart, WrittenRun, publish_stage
 from firechunk.retention import prune_raw_crawls, prune_runs
-from firechunk.streaming import WrittenRun
 from firechunk.validation_process import ValidationProcess
 from schemas.publish import PublishResult
 from schemas.report import ChunkRun

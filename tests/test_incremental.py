@@ -24,7 +24,8 @@ from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
 from firechunk.crawlfile import read_crawl
 from firechunk.incremental import STATE_FILE, plan_reuse
-from firechunk.pipeline import AliasPlan, chunk_crawl, page_inputs
+from firechunk.pipeline import chunk_crawl
+from firechunk.plan import AliasPlan, page_inputs
 from firechunk.publish import format_result
 from firechunk.rebuild import (
     chunk_stage,

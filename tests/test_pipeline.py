@@ -11,9 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firechunk import pipeline
+from firechunk import plan
+from firechunk.chunker.page import ChunkerOptions
 from firechunk.crawlfile import read_crawl
-from firechunk.pipeline import PageInput, chunk_batch, chunk_crawl
+from firechunk.incremental import StoredOutcome, chunk_pages
+from firechunk.pipeline import chunk_crawl
+from firechunk.plan import PageInput
 from firechunk.urls import canonical_by_w3lib, canonical_url
 from tests.chunk_helpers import count, crawl, page, run_markdown, run_pages, sentences
 
@@ -179,7 +182,7 @@ def test_chunk_ids_are_uuid5_and_unique():
 
 
 def test_chunk_ids_are_stable_across_reruns_and_worker_counts(monkeypatch):
-    monkeypatch.setattr(pipeline, "MIN_CHARS_PER_WORKER", 1)  # a pool even for small pages
+    monkeypatch.setattr(plan, "MIN_CHARS_PER_WORKER", 1)  # a pool even for small pages
     pages = many_pages()
     one = chunk_crawl(crawl(*pages), workers=1)
     again = chunk_crawl(crawl(*pages), workers=1)
@@ -192,11 +195,11 @@ def test_chunk_ids_are_stable_across_reruns_and_worker_counts(monkeypatch):
 
 def test_small_work_is_not_worth_a_second_worker():
     small = [PageInput(i, f"u{i}", "t", "x" * 1000) for i in range(10)]
-    large = [PageInput(i, f"u{i}", "t", "x" * pipeline.MIN_CHARS_PER_WORKER) for i in range(3)]
-    assert pipeline.useful_workers(small, 2) == 1
-    assert pipeline.useful_workers(large, 2) == 2
-    assert pipeline.useful_workers(large, 8) == 3
-    assert pipeline.useful_workers([], 4) == 1
+    large = [PageInput(i, f"u{i}", "t", "x" * plan.MIN_CHARS_PER_WORKER) for i in range(3)]
+    assert plan.useful_workers(small, 2) == 1
+    assert plan.useful_workers(large, 2) == 2
+    assert plan.useful_workers(large, 8) == 3
+    assert plan.useful_workers([], 4) == 1
 
 
 @pytest.mark.parametrize(
@@ -212,7 +215,7 @@ def test_batches_are_two_per_worker_unless_that_makes_them_too_large(
     monkeypatch, pages, size, workers, expected
 ):
     inputs = [PageInput(i, f"u{i}", "t", "x" * size) for i in range(pages)]
-    batches = list(pipeline.make_batches(inputs, workers))
+    batches = list(plan.make_batches(inputs, workers))
     assert len(batches) == expected
     assert [page for batch in batches for page in batch] == inputs
     assert max(sum(len(p.markdown) for p in batch) for batch in batches) <= 8_000_000
@@ -293,12 +296,18 @@ class _Unreadable(str):
         raise ValueError("cannot read this text")
 
 
+def chunk_batch(pages: list[PageInput]) -> list[StoredOutcome]:
+    """The worker's outcomes for `pages`, unpacked."""
+    packed = chunk_pages(pages, "cl100k_base", ChunkerOptions())
+    return [StoredOutcome.from_payload(outcome.index, outcome.payload) for outcome in packed]
+
+
 def test_a_page_the_chunker_fails_on_becomes_a_parse_error_and_the_batch_carries_on():
     pages = [PageInput(0, "u0", "t", _Unreadable(guide(1))), PageInput(1, "u1", "t", guide(2))]
     failed, chunked = chunk_batch(pages)
     assert (failed.reason, failed.detail) == ("parse-error", "ValueError: cannot read this text")
-    assert failed.chunks is None
-    assert chunked.reason is None and chunked.chunks.chunks
+    assert failed.drafts == []
+    assert chunked.reason is None and chunked.drafts
 
 
 def test_non_utf8_pages_are_quarantined_when_read_from_a_crawl_file(tmp_path):
@@ -376,7 +385,7 @@ def test_chunk_batch_turns_any_markdown_object_into_an_outcome():
     pages = [PageInput(0, "u0", "t", b"bytes"), PageInput(1, "u1", "t", ["list"])]
     outcomes = chunk_batch(pages + [PageInput(2, "u2", "t", guide(1))])
     assert [o.reason for o in outcomes] == ["not-text", "not-text", None]
-    assert outcomes[2].chunks is not None
+    assert outcomes[2].drafts
 
 
 # -- page-level behaviour through the run ------------------------------------------------

@@ -19,7 +19,8 @@ import pytest
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
 from firechunk.chunker.headings import heading_text
 from firechunk.chunker.page import ChunkerOptions
-from firechunk.pipeline import chunk_crawl, page_inputs
+from firechunk.pipeline import chunk_crawl
+from firechunk.plan import page_inputs
 from firechunk.quality import check_run
 from firechunk.tokens import TokenCounter
 from firechunk.validation import validate_run

@@ -125,3 +125,34 @@ def heading_text(source: str) -> str:
     text = text.rstrip().removesuffix("\\")  # a hard line break has no meaning in a heading
     text = _KEPT.sub(lambda m: kept[int(m.group(1))], text)
     return " ".join(text.replace("\u200b", " ").split())
+
+
+_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")
+_WORD = re.compile(r"\w+")
+
+
+def heading_key(text: str) -> str:
+    """A heading's clean text reduced to its words, as a key to compare heading lines by."""
+    words = _WORD.findall(text.casefold())
+    return " ".join(words) if words else text.strip()
+
+
+def _normalise(line: str) -> str:
+    """A heading line's key: the words of its text as the chunker reads it (`heading_text`):
+    '## Use `rpc()` [¶](#rpc "Permalink")' matches the heading 'Use rpc()'."""
+    return heading_key(heading_text(line))
+
+
+def heading_lines(text: str) -> frozenset[str]:
+    """The heading lines (ATX or setext) in a chunk's text, normalised.
+
+    A chunk spanning several H2 sections carries their heading lines in its text; prose
+    that merely mentions a heading's words does not cover it.
+    """
+    found = set()
+    lines = text.splitlines()
+    for line, below in zip(lines, lines[1:] + [""], strict=True):
+        if _ATX_HEADING.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
+            found.add(_normalise(line))
+    return frozenset(found)
