@@ -26,7 +26,7 @@ from tasks.artifacts import report_to_dashboard, timed
 from tasks.chunk import chunk_into_store
 from tasks.crawl import DEFAULT_SECRET_BLOCK, load_crawl
 from tasks.incremental import start_rebuild, write_run
-from tasks.publish import prune_old_runs, publish_written, raise_if_failed
+from tasks.publish import RunNotPublished, prune_old_runs, publish_written
 from tasks.runners import TaskRunnerKind, make_task_runner
 
 
@@ -80,10 +80,14 @@ def rebuild(
     # futures to wait on (there are none); on thousands of pages that takes seconds.
     with timed(seconds, "write"):
         written, _changes = write_run(quote(chunked))
-    with timed(seconds, "validate + publish"):
-        result = publish_written(start, quote(written), quote(validator))
+    try:
+        with timed(seconds, "validate + publish"):
+            result = publish_written(start, quote(written), quote(validator))
+    except RunNotPublished as failed:  # the dashboard gets the report, then the flow fails
+        seconds["total"] = sum(seconds.values())
+        report_to_dashboard(written.report, seconds, failed.result)
+        raise
     seconds["total"] = sum(seconds.values())
-    removed = prune_old_runs(data_dir, keep_runs, replay) if result.published else []
+    removed = prune_old_runs(data_dir, keep_runs, replay)
     report_to_dashboard(written.report, seconds, result, removed)
-    raise_if_failed(result)
     return result

@@ -1,8 +1,9 @@
-"""Prefect task of the last stage: write the run, validate it with GX, publish it if it passed.
+"""Prefect tasks of the last stage: validate the run with GX, publish it if it passed.
 
-`firechunk.publish.build_and_publish` does the work and decides: only a run that passed
-becomes `data/latest`. A failed validation is not an error of the task (the run is written
-and kept, marked failed); the flow reports it on the dashboard first and then fails.
+`firechunk.publish` does the work and decides: only a run that passed becomes
+`data/latest`. A run not published (failed validation, or overtaken by another run) fails
+its task, so the dashboard shows where the night failed; the run is kept, marked failed,
+and the exception carries the result so the flow can still report it.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ class RunNotPublished(RuntimeError):
     """The run failed validation, or `latest` moved to another run while it ran: it is kept
     in runs/, marked failed or superseded, and was not published."""
 
+    def __init__(self, result: PublishResult) -> None:
+        super().__init__(format_result(result))
+        self.result = result
 
-@task(name="validate-publish", cache_policy=NO_CACHE)
+
+@task(name="write-validate-publish", cache_policy=NO_CACHE)
 def validate_and_publish(run: ChunkRun, data_dir: Path, run_id: str | None = None) -> PublishResult:
+    """Write a chunk run held in memory, validate it, publish it only if it passed."""
     # Absolute, so the output links on the dashboard work and GX gets the paths it needs.
-    result = build_and_publish(run, Path(data_dir).resolve(), run_id=run_id)
-    _log(result)
-    return result
+    return _published(build_and_publish(run, Path(data_dir).resolve(), run_id=run_id))
 
 
 @task(name="validate-publish", cache_policy=NO_CACHE)
@@ -38,18 +42,17 @@ def publish_written(
     start: RunStart, written: WrittenRun, validator: ValidationProcess | None = None
 ) -> PublishResult:
     """Validate a run the rebuild has written; publish it as `latest` only if it passed."""
-    result = publish_stage(start, written, validator)
-    _log(result)
-    return result
+    return _published(publish_stage(start, written, validator))
 
 
-def _log(result: PublishResult) -> None:
+def _published(result: PublishResult) -> PublishResult:
+    """Log the verdict; raise `RunNotPublished` (failing the task) unless published."""
     logger = get_run_logger()
-    message = format_result(result)
-    if result.published:
-        logger.info(message)
-    else:
-        logger.error(message)
+    if not result.published:
+        logger.error(format_result(result))
+        raise RunNotPublished(result)
+    logger.info(format_result(result))
+    return result
 
 
 @task(name="prune-old-runs", cache_policy=NO_CACHE)
@@ -75,9 +78,3 @@ def prune_old_runs(data_dir: Path, keep: int, crawl_file: Path | None = None) ->
                 ", ".join(removed),
             )
     return runs + crawls
-
-
-def raise_if_failed(result: PublishResult) -> None:
-    """Fail the flow run when the run was not published, with the message that says why."""
-    if not result.published:
-        raise RunNotPublished(format_result(result))

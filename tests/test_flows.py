@@ -146,6 +146,10 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     assert artifacts["validation-report"].data.startswith("# Validation FAILED")
     assert "page_url_unique | url | **failed**" in artifacts["validation-report"].data
     assert table_of(artifacts["rebuild-summary"])["published as latest"] == "no"
+    # The dashboard shows where the night failed: the validate task, not a green one.
+    states = {run.name.rsplit("-", 1)[0]: run.state_type for run in task_runs_of(latest_run.id)}
+    assert states["validate-publish"] == StateType.FAILED
+    assert states["write-run"] == StateType.COMPLETED
 
 
 def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(
@@ -340,3 +344,23 @@ def test_a_replay_file_that_does_not_exist_is_refused_before_prefect_starts(tmp_
     assert result.exit_code == 2
     assert "does not exist" in result.output
     assert not (tmp_path / "runs").exists()  # no run was claimed: the flow never started
+
+
+def test_every_task_has_a_name_of_its_own():
+    """Two tasks of one name read as one on the dashboard."""
+    import importlib
+    import pkgutil
+
+    from prefect import Task
+
+    import tasks
+
+    found: dict[str, str] = {}
+    for module_info in pkgutil.iter_modules(tasks.__path__):
+        module = importlib.import_module(f"tasks.{module_info.name}")
+        for attribute, value in vars(module).items():
+            if isinstance(value, Task) and value.__module__ == module.__name__:
+                where = f"{module.__name__}.{attribute}"
+                assert value.name not in found, f"{where} and {found[value.name]}"
+                found[value.name] = where
+    assert {"chunk-pages", "validate-publish", "write-run"} <= set(found)
