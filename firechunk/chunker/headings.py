@@ -127,7 +127,6 @@ def heading_text(source: str) -> str:
     return " ".join(text.replace("\u200b", " ").split())
 
 
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")
 _WORD = re.compile(r"\w+")
 
@@ -153,6 +152,6 @@ def heading_lines(text: str) -> frozenset[str]:
     found = set()
     lines = text.splitlines()
     for line, below in zip(lines, lines[1:] + [""], strict=True):
-        if _ATX_HEADING.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
+        if _ATX_MARK.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
             found.add(_normalise(line))
     return frozenset(found)
