@@ -15,8 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from firechunk.crawlfile import read_crawl  # noqa: E402
-from firechunk.pipeline import chunk_crawl  # noqa: E402
 from firechunk.quality import check_run  # noqa: E402
+from firechunk.run.memory import chunk_crawl  # noqa: E402
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 COLUMNS = [

@@ -129,7 +129,7 @@ def tiktoken_pass(encoding: Any) -> Contender:
 
 
 def firechunk(workers: int) -> Contender:
-    from firechunk.pipeline import chunk_crawl
+    from firechunk.run.memory import chunk_crawl
 
     def run(group: Group) -> Any:
         return chunk_crawl(group.crawl, workers=workers, encoding=ENCODING)

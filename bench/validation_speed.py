@@ -1,6 +1,6 @@
 """Validation time: the GX suites in `expectations/` on a synthetic run and on the corpus.
 
-Times `firechunk.validation.validate_run` end to end: building the checked tables (with a
+Times `firechunk.validate.suites.validate_run` end to end: building the checked tables (with a
 token recount of every chunk), running the three suites in a fresh ephemeral GX context,
 writing the results JSON and the Data Docs site. Importing great_expectations is a one-off
 cost per process and is reported apart. The synthetic run is the tests' clean builder
@@ -25,8 +25,8 @@ DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
 sys.path.insert(0, str(ROOT))  # the synthetic runs are the tests' builders
 
 from firechunk.crawlfile import read_crawl  # noqa: E402
-from firechunk.pipeline import chunk_crawl  # noqa: E402
-from firechunk.validation import validate_run  # noqa: E402
+from firechunk.run.memory import chunk_crawl  # noqa: E402
+from firechunk.validate.suites import validate_run  # noqa: E402
 from schemas.report import ChunkRun  # noqa: E402
 from tests.synthetic_runs import synthetic_run  # noqa: E402
 

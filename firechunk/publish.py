@@ -20,77 +20,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from firechunk.atomic import write_json
-from firechunk.outputs import write_run_outputs
-from firechunk.validation import SUITES_DIR, validate_run, validate_tables
 from schemas.publish import PublishResult, RunStatus
-from schemas.report import ChunkRun
 from schemas.validation import ExpectationOutcome, ValidationOutcome
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from firechunk.validation_process import ValidationProcess
 
 RUNS_DIR = "runs"
 LATEST = "latest"
 STATUS_JSON = "status.json"
 PUBLISH_LOCK = ".publish.lock"
 RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
-
-
-def build_and_publish(
-    run: ChunkRun,
-    data_dir: Path,
-    run_id: str | None = None,
-    *,
-    suites_dir: Path = SUITES_DIR,
-) -> PublishResult:
-    """Write `run` to `data_dir/runs/<run-id>/`, validate it, and publish it if it passed.
-
-    If writing or validating raises, the run is marked failed with the error before the
-    exception goes on: a run directory without a passed `status.json` is never published.
-    """
-    data_dir = Path(data_dir).resolve()  # GX needs absolute paths
-    run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
-    outcome = build_and_validate(run, run_dir, run_id, suites_dir=suites_dir)
-    return publish_if_passed(data_dir, run_id, run_dir, outcome)
-
-
-def build_and_validate(
-    run: ChunkRun, run_dir: Path, run_id: str, *, suites_dir: Path = SUITES_DIR
-) -> ValidationOutcome:
-    """Write `run` into `run_dir`, validate it and record the verdict in its `status.json`."""
-    run_dir = Path(run_dir).resolve()
-    with failure_recorded(run_dir, run_id):
-        write_run_outputs(run, run_dir)
-        outcome = validate_run(run, run_dir, suites_dir=suites_dir, run_id=run_id)
-    record_verdict(run_dir, run_id, outcome)
-    return outcome
-
-
-def validate_written_run(
-    tables: dict[str, pd.DataFrame],
-    run_dir: Path,
-    run_id: str,
-    *,
-    suites_dir: Path = SUITES_DIR,
-    started: float | None = None,
-    validator: ValidationProcess | None = None,
-) -> ValidationOutcome:
-    """Validate a run whose files are already in `run_dir` (the streamed rebuild writes
-    them as it goes), from its tables, and record the verdict in its `status.json`.
-
-    With `validator`, the suites run in its helper process (GX imported while the run was
-    written); without, in this process.
-    """
-    validate = validator.validate_tables if validator is not None else validate_tables
-    with failure_recorded(run_dir, run_id):
-        outcome = validate(tables, run_dir, suites_dir=suites_dir, run_id=run_id, started=started)
-    record_verdict(run_dir, run_id, outcome)
-    return outcome
 
 
 @contextmanager

@@ -1,4 +1,8 @@
-"""The chunk stage alone: a saved crawl in, chunks out, on a process pool or a Dask cluster."""
+"""The rebuild's first half alone: a saved crawl chunked and written into a run directory.
+
+The run is validated and published by the `validate-publish` flow, given the run directory
+this flow returns; the two together do what the `rebuild` flow does on a saved crawl.
+"""
 
 from __future__ import annotations
 
@@ -7,30 +11,32 @@ from pathlib import Path
 from prefect import flow
 
 from flows.names import site_and_date
-from schemas.report import ChunkRun
 from tasks.artifacts import report_to_dashboard, timed
-from tasks.chunk import chunk_in_parallel, save_chunk_run
-from tasks.crawl import load_crawl
+from tasks.chunk import chunk_on_runner
+from tasks.run import start, write
 from tasks.runners import TaskRunnerKind, make_task_runner
 
 
 @flow(name="chunk", flow_run_name=site_and_date)
 def chunk(
     crawl_file: Path,
-    out_dir: Path | None = None,
+    data_dir: Path = Path("data"),
     task_runner: TaskRunnerKind = "process",
     dask_address: str | None = None,
     workers: int = 2,
-) -> ChunkRun:
-    """Chunk every page of `crawl_file`; with `out_dir`, save the run for the validate flow."""
+    run_id: str | None = None,
+    full: bool = False,
+) -> Path:
+    """Chunk every page of `crawl_file` into `data_dir/runs/<run-id>/`; returns that
+    directory, for the validate-publish flow. Pages the last good run chunked are reused
+    unless `full`."""
     seconds: dict[str, float] = {}
-    with timed(seconds, "load crawl"):
-        crawl = load_crawl(crawl_file)
+    run = start(data_dir, run_id, full)
     with timed(seconds, "chunk"):
-        run = chunk_in_parallel(
-            crawl, make_task_runner(task_runner, workers, dask_address), workers=workers
+        chunk_on_runner(
+            run, crawl_file, make_task_runner(task_runner, workers, dask_address), workers
         )
-    if out_dir is not None:
-        save_chunk_run(run, out_dir)
-    report_to_dashboard(run.report, seconds)
-    return run
+    with timed(seconds, "write"):
+        written = write(run)
+    report_to_dashboard(written.report, seconds)
+    return run.run_dir

@@ -20,7 +20,7 @@ def site_and_date() -> str:
     parameters = flow_run.parameters or {}
     what = _site(parameters.get("site_url"))
     source = next(
-        (parameters[key] for key in ("replay", "crawl_file", "chunk_run") if parameters.get(key)),
+        (parameters[key] for key in ("replay", "crawl_file", "run_dir") if parameters.get(key)),
         None,
     )
     if source:

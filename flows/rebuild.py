@@ -1,12 +1,13 @@
-"""The nightly rebuild: crawl (or replay) -> chunk in parallel -> write -> validate -> publish.
+"""The nightly rebuild: crawl (or replay) -> chunk -> write -> validate -> publish -> prune.
 
 Deployed twice by `prefect.yaml`: `supabase-nightly` on a schedule and `manual-rebuild` for
-runs started by hand; `firechunk rebuild` runs it locally. Each stage also has a flow of its
-own (`flows/crawl.py`, `flows/chunk.py`, `flows/validate_publish.py`) built from the same tasks.
+runs started by hand; `firechunk rebuild` runs it locally. The same stages split in two
+are the stage flows (`flows/chunk.py`, then `flows/validate_publish.py`), and
+`firechunk chunk` runs them without Prefect.
 
-The rebuild is incremental (`firechunk.rebuild`): pages whose chunker outcome the last good
-run kept are not chunked again, the run's files are written as pages stream through, and
-`changes.json` says which chunk ids to upsert and delete. `full=True` chunks every page.
+The rebuild is incremental (`firechunk.run.cache`): pages whose outcome the last good run
+kept are not chunked again, and `changes.json` says which chunk ids to upsert and delete.
+`full=True` chunks every page.
 """
 
 from __future__ import annotations
@@ -14,19 +15,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
-from prefect.utilities.annotations import quote
 
 from firechunk.retention import check_keep
-from firechunk.validation_process import ValidationProcess
 from flows.crawl import crawl as crawl_flow
 from flows.names import SUPABASE_DOCS, site_and_date
 from schemas.job import ApiVersion
 from schemas.publish import PublishResult
 from tasks.artifacts import report_to_dashboard, timed
-from tasks.chunk import chunk_into_store
-from tasks.crawl import DEFAULT_SECRET_BLOCK, load_crawl
-from tasks.incremental import start_rebuild, write_run
-from tasks.publish import RunNotPublished, prune_old_runs, publish_written
+from tasks.chunk import chunk_on_runner
+from tasks.crawl import DEFAULT_SECRET_BLOCK
+from tasks.run import RunNotPublished, prune_old_runs, publish, start, validate, write
 from tasks.runners import TaskRunnerKind, make_task_runner
 
 
@@ -58,8 +56,8 @@ def rebuild(
     """
     check_keep(keep_runs)  # before any work: a typo must not cost a crawl
     seconds: dict[str, float] = {}
-    with timed(seconds, "crawl" if replay is None else "load replay"):
-        if replay is None:
+    if replay is None:
+        with timed(seconds, "crawl"):
             replay = crawl_flow(
                 site_url=site_url,
                 include_paths=include_paths,
@@ -70,19 +68,14 @@ def rebuild(
                 data_dir=data_dir,
                 secret_block=secret_block,
             )
-        crawl = load_crawl(replay)
+    run = start(data_dir, run_id, full)
     with timed(seconds, "chunk"):
-        start = start_rebuild(data_dir, run_id, full)
-        validator = ValidationProcess.for_run(len(crawl.data), reuse=start.baseline_state)
-        runner = make_task_runner(task_runner, workers, dask_address)
-        chunked = chunk_into_store(start, crawl, runner, workers=workers)
-    # quote(): Prefect would otherwise walk every page and chunk of these looking for
-    # futures to wait on (there are none); on thousands of pages that takes seconds.
+        chunk_on_runner(run, replay, make_task_runner(task_runner, workers, dask_address), workers)
     with timed(seconds, "write"):
-        written, _changes = write_run(quote(chunked))
+        written = write(run)
     try:
         with timed(seconds, "validate + publish"):
-            result = publish_written(start, quote(written), quote(validator))
+            result = publish(run, validate(run))
     except RunNotPublished as failed:  # the dashboard gets the report, then the flow fails
         seconds["total"] = sum(seconds.values())
         report_to_dashboard(written.report, seconds, failed.result)

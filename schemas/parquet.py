@@ -43,7 +43,7 @@ object (`pyarrow.parquet.read_table(...).to_pylist() == json.load(chunks.json)`)
 
 `headings` items: level int8, text string, line int32 (1-based line in the crawled page).
 
-A field added to `Chunk` or `PageRecord` must be added here too: `firechunk.outputs` refuses
+A field added to `Chunk` or `PageRecord` must be added here too: `firechunk.run.write` refuses
 to write rows whose keys differ from these schemas rather than drop a field silently.
 """
 

@@ -1,20 +1,16 @@
-"""Prefect tasks of the chunk stage: batches of pages on a parallel task runner, then assembly.
+"""The chunk stage on a Prefect task runner: one task run per batch of pages.
 
-The work is `firechunk.pipeline`'s: `AliasPlan` picks the pages to chunk, `make_batches`
-cuts them into batches of about equal size, `chunk_batch` chunks one batch, `assemble`
-resolves aliases and duplicates and assigns ids. One task run per batch (not per page) keeps
-Prefect's bookkeeping small next to the work; a progress artifact on the dashboard moves
-as batches finish.
-
-The rebuild flow chunks incrementally instead (`chunk_into_store`, the stages of
-`firechunk.rebuild`): only pages the last good run has no outcome for are sent to the
-runner, and the outcomes go to the run's store rather than into memory; the chunk flow
-(`chunk_in_parallel`) keeps the whole run in memory and hands it over as one file.
+`firechunk.run.stages.chunk_stage` plans the crawl, reuses what the baseline has and hands
+the batches left to an executor; here the executor submits each batch as a `chunk-pages`
+task run to the flow's chosen runner (a process pool or a Dask cluster, `tasks.runners`).
+One task run per batch (not per page) keeps Prefect's bookkeeping small next to the work;
+a progress artifact on the dashboard moves as batches finish. The runner is only started
+when there is something to chunk: a night that reuses every page starts none.
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -23,19 +19,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import TaskRunner
 
-from firechunk.assemble import assemble
-from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
-from firechunk.incremental import PackedOutcome, ReusePlan, chunk_pages
-from firechunk.pipeline import ChunkList, InMemoryOutcomes
-from firechunk.plan import AliasPlan, PageInput, characters, make_batches, page_inputs
-from firechunk.rebuild import ChunkedRun, RunStart, chunk_stage
-from firechunk.tokens import DEFAULT_ENCODING
-from schemas.page import CrawlResult
-from schemas.report import ChunkReport, ChunkRun
+from firechunk.run.executors import Executor
+from firechunk.run.outcomes import PackedOutcome, chunk_pages
+from firechunk.run.plan import PageInput
+from firechunk.run.stages import Chunked, RunStart, chunk_stage
 from tasks.runners import api_shared_with_workers
 
-CHUNK_RUN_JSON = "chunk_run.json"
 PROGRESS_KEY = "chunking-progress"
 
 
@@ -47,163 +37,47 @@ def chunk_batch(
     return chunk_pages(batch, encoding, options)
 
 
-@task(name="assemble-run", cache_policy=NO_CACHE)
-def assemble_run(
-    inputs: list[PageInput],
-    plan: AliasPlan,
-    outcomes: dict[int, PackedOutcome],
-    encoding: str,
-    started: float,
-) -> ChunkRun:
-    sink = ChunkList()
-    assembled = assemble(
-        inputs, plan, InMemoryOutcomes(outcomes), sink, encoding=encoding, started=started
-    )
-    run = ChunkRun(
-        chunks=sink.chunks,
-        pages=assembled.pages,
-        quarantine=assembled.quarantine,
-        report=assembled.report,
-    )
-    get_run_logger().info(run_summary(run.report))
+def on_task_runner(runner: TaskRunner) -> Executor:
+    """The executor that submits each batch to `runner` as a `chunk-pages` task run."""
+
+    def run(
+        batches: list[list[PageInput]], encoding: str, options: ChunkerOptions
+    ) -> Iterator[list[PackedOutcome]]:
+        if not batches:
+            return
+        get_run_logger().info("%d batches on %s", len(batches), type(runner).__name__)
+        with api_shared_with_workers(), runner:
+            parameters = [{"batch": b, "encoding": encoding, "options": options} for b in batches]
+            futures = [runner.submit(chunk_batch, p) for p in parameters]
+            for future in as_completed(futures):
+                yield future.result()
+
     return run
 
 
-def run_summary(report: ChunkReport) -> str:
-    """One log line with the run's page and chunk counts."""
-    return (
-        f"{report.pages_in} pages in: {report.pages_chunked} chunked, "
-        f"{report.pages_aliased} aliases, {report.pages_quarantined} quarantined -> "
-        f"{report.chunks_out} chunks, {report.duplicate_chunks_dropped} duplicate chunks dropped"
-    )
-
-
-def chunk_in_parallel(
-    crawl: CrawlResult,
-    runner: TaskRunner,
-    *,
-    workers: int,
-    encoding: str = DEFAULT_ENCODING,
-) -> ChunkRun:
-    """Chunk a whole crawl on `runner`, batch by batch; call it from inside a flow.
-
-    Gives the same chunks as `firechunk.pipeline.chunk_crawl`: the same plan, batches and
-    assembly, only the executor differs.
-    """
+def chunk_on_runner(start: RunStart, crawl_file: Path, runner: TaskRunner, workers: int) -> Chunked:
+    """The chunk stage, its batches on `runner`; call it inside a flow."""
     logger = get_run_logger()
-    started = time.perf_counter()
-    options = ChunkerOptions()
-    inputs = page_inputs(crawl)
-    plan = AliasPlan.from_inputs(inputs)
-    batches = list(make_batches(plan.to_chunk, workers))
-    total = len(plan.to_chunk)
-    logger.info(
-        "chunking %d pages (%d more are the same URL or markdown) in %d batches on %s",
-        total,
-        len(inputs) - total,
-        len(batches),
-        type(runner).__name__,
-    )
     progress_id = create_progress_artifact(
-        progress=0.0, key=PROGRESS_KEY, description=f"Pages chunked, of {total}"
+        progress=0.0, key=PROGRESS_KEY, description="Pages chunked (of those not reused)"
     )
-    outcomes: dict[int, PackedOutcome] = {}
-    with api_shared_with_workers(), runner:
-        futures = [
-            runner.submit(chunk_batch, {"batch": batch, "encoding": encoding, "options": options})
-            for batch in batches
-        ]
-        for future in as_completed(futures):
-            outcomes.update((outcome.index, outcome) for outcome in future.result())
-            update_progress_artifact(progress_id, progress=100.0 * len(outcomes) / max(1, total))
-            logger.info("chunked %d/%d pages", len(outcomes), total)
-    return assemble_run(inputs, plan, outcomes, encoding, started)
 
-
-# A nightly run that reuses pages and has fewer characters than this left to chunk chunks
-# them in the flow's own process: 2 MB is a few seconds of chunking, about what starting
-# worker processes (or connecting to a cluster) costs before they chunk anything.
-INLINE_CHARS = 2_000_000
-
-
-def chunk_into_store(
-    start: RunStart,
-    crawl: CrawlResult,
-    runner: TaskRunner,
-    *,
-    workers: int,
-    encoding: str = DEFAULT_ENCODING,
-) -> ChunkedRun:
-    """Chunk the pages the baseline has no outcome for on `runner`; call it inside a flow.
-
-    The runner (a process pool, a Dask cluster) is only started when there is enough to
-    chunk: a rebuild of an unchanged crawl starts none, and a run that reuses most pages
-    and has little left (`INLINE_CHARS`) chunks it in one task run here.
-    """
-    logger = get_run_logger()
-    options = ChunkerOptions()
-
-    def on_runner(batches: list[list[PageInput]], reuse: ReusePlan):
-        pages = [page for batch in batches for page in batch]
-        progress_id = create_progress_artifact(
-            progress=0.0 if pages else 100.0,
-            key=PROGRESS_KEY,
-            description=f"Pages chunked, of {len(pages)}",
-        )
-        if not pages:
-            return
-        if reuse.pages_reused and characters(pages) < INLINE_CHARS:
-            logger.info("chunking %d pages in this process (too few to start workers)", len(pages))
-            yield chunk_batch(pages, encoding, options)
-            update_progress_artifact(progress_id, progress=100.0)
-            return
-        logger.info(
-            "chunking %d pages in %d batches on %s", len(pages), len(batches), type(runner).__name__
-        )
-        done = 0
-        with api_shared_with_workers(), runner:
-            futures = [
-                runner.submit(
-                    chunk_batch,
-                    {"batch": batch, "encoding": encoding, "options": options},
-                )
-                for batch in batches
-            ]
-            for future in as_completed(futures):
-                outcomes = future.result()
-                done += len(outcomes)
-                update_progress_artifact(progress_id, progress=100.0 * done / len(pages))
-                logger.info("chunked %d/%d pages", done, len(pages))
-                yield outcomes
+    def progress(done: int, total: int) -> None:
+        update_progress_artifact(progress_id, progress=100.0 * done / max(1, total))
+        logger.info("chunked %d/%d pages", done, total)
 
     chunked = chunk_stage(
-        start, crawl, on_runner, workers=workers, encoding=encoding, options=options
+        start, crawl_file, on_task_runner(runner), workers=workers, progress=progress
     )
-    reuse = chunked.reuse
+    update_progress_artifact(progress_id, progress=100.0)
     logger.info(
-        "%d pages in, %d to chunk (%d more are the same URL or markdown): %d reused from %s, "
-        "%d chunked",
-        len(chunked.inputs),
-        len(reuse.keys),
-        len(chunked.inputs) - len(reuse.keys),
-        reuse.pages_reused,
-        f"run {start.baseline[0]}" if start.baseline and not start.full else "no run",
-        len(reuse.fresh),
+        "%d pages in, %d to chunk (the others are the same URL or markdown): %d reused from "
+        "%s, %d chunked%s",
+        chunked.pages_in,
+        chunked.pages_to_chunk,
+        chunked.pages_reused,
+        f"run {start.baseline_id}" if start.reuse_from else "no run",
+        chunked.pages_chunked,
+        " in this process (too few to start workers)" if chunked.in_this_process else "",
     )
     return chunked
-
-
-@task(name="save-chunk-run", cache_policy=NO_CACHE)
-def save_chunk_run(run: ChunkRun, out_dir: Path) -> Path:
-    """The chunk stage's hand-off to the validate stage: the whole run as one JSON file."""
-    return write_json(Path(out_dir) / CHUNK_RUN_JSON, run.model_dump(mode="json"), indent=None)
-
-
-@task(name="load-chunk-run", cache_policy=NO_CACHE)
-def load_chunk_run(path: Path) -> ChunkRun:
-    path = Path(path)
-    if path.is_dir():
-        path = path / CHUNK_RUN_JSON
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no chunk run here (the chunk flow writes one)")
-    return ChunkRun.model_validate_json(path.read_bytes())

@@ -13,7 +13,7 @@ from collections import Counter
 from firechunk.chunker.cleanup import clean_markdown
 from firechunk.chunker.page import ChunkerOptions, PageChunks, chunk_page
 from firechunk.chunker.split import Limits
-from firechunk.pipeline import chunk_crawl
+from firechunk.run.memory import chunk_crawl
 from firechunk.tokens import TokenCounter
 from schemas.page import CrawlResult
 from schemas.report import ChunkRun

@@ -31,7 +31,7 @@ from prefect.client.schemas.filters import (
 )
 
 from firechunk.crawlfile import read_crawl
-from firechunk.pipeline import chunk_crawl
+from firechunk.run.memory import chunk_crawl
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_CRAWL = ROOT / "data" / "sample" / "crawl.json"

@@ -11,9 +11,15 @@ from __future__ import annotations
 import hashlib
 import random
 import uuid
+from pathlib import Path
 
+from firechunk.run.stages import publish_stage, start_run, validate_stage
+from firechunk.run.write import write_run_outputs
 from firechunk.tokens import TokenCounter
+from firechunk.validate.suites import SUITES_DIR
+from firechunk.validate.tables import build_tables, write_tables
 from schemas.chunk import Chunk, ChunkData, ChunkMetadata, Headers, Overlap
+from schemas.publish import PublishResult
 from schemas.report import ChunkReport, ChunkRun, DuplicateChunk, HeadingRecord, PageRecord
 
 COUNTER = TokenCounter()
@@ -247,3 +253,14 @@ def synthetic_run(pages: int, chunks_per_page: int, tokens_per_chunk: int = 300)
         ]
         builder.add_page(f"{BASE}/page-{number}", f"Page {number}", sections)
     return builder.build()
+
+
+def publish_run(
+    run: ChunkRun, data_dir: Path, run_id: str | None = None, *, suites_dir: Path = SUITES_DIR
+) -> PublishResult:
+    """A run made in memory written into a new run of `data_dir` (its files and validation
+    tables), then validated and published by the run's own stages."""
+    start = start_run(data_dir, run_id)
+    write_run_outputs(run, start.run_dir)
+    write_tables(start.run_dir, build_tables(run, TokenCounter(run.report.encoding)))
+    return publish_stage(start, validate_stage(start, suites_dir))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from firechunk.chunk_rows import CHUNK_NAMESPACE, chunk_id, page_rows
 from firechunk.chunker.page import DraftChunk, content_hash
+from firechunk.run.rows import CHUNK_NAMESPACE, chunk_id, page_rows
 from schemas.chunk import Chunk
 
 URL = "https://example.com/docs/page"

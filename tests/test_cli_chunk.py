@@ -34,11 +34,14 @@ def sample_run(tmp_path_factory) -> Path:
 def test_writes_the_run_files_and_no_temporaries(sample_run: Path):
     names = sorted(p.name for p in sample_run.iterdir())
     assert names == [
+        "changes.json",
         "chunks.json",
         "chunks.parquet",
         "pages.parquet",
         "quarantine.jsonl",
+        "rebuild_state.sqlite",
         "report.json",
+        "run.json",
         "status.json",
         "validation",
     ]

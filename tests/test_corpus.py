@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from firechunk.crawlfile import read_crawl
-from firechunk.pipeline import chunk_crawl
 from firechunk.quality import check_run
+from firechunk.run.memory import chunk_crawl
 from tests.corpus import CORPUS_DIR, corpus_params, needs_corpus
 
 pytestmark = pytest.mark.corpus

@@ -31,8 +31,8 @@ from firechunk.crawl.errors import (
     TargetMismatchError,
 )
 from firechunk.crawlfile import read_crawl
-from firechunk.pipeline import chunk_crawl
 from firechunk.publish import switch_latest
+from firechunk.run.memory import chunk_crawl
 from flows.chunk import chunk as chunk_flow
 from flows.crawl import crawl as crawl_flow
 from flows.rebuild import rebuild
@@ -97,7 +97,7 @@ def test_rebuild_replays_the_sample_publishes_and_fills_the_dashboard(
     assert summary["pages quarantined"] == str(report["pages_quarantined"])
     assert summary["tokens in chunks"] == str(report["tokens_in_chunks"])
     assert summary["duplicate chunks dropped"] == str(report["duplicate_chunks_dropped"])
-    assert {"load replay (s)", "chunk (s)", "validate + publish (s)", "total (s)"} <= set(summary)
+    assert {"chunk (s)", "write (s)", "validate + publish (s)", "total (s)"} <= set(summary)
     assert summary["published as latest"] == "yes"
     assert artifacts["validation-report"].data.startswith("# Validation passed")
     assert "chunks.parquet" in artifacts["rebuild-outputs"].data
@@ -148,14 +148,15 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     assert table_of(artifacts["rebuild-summary"])["published as latest"] == "no"
     # The dashboard shows where the night failed: the validate task, not a green one.
     states = {run.name.rsplit("-", 1)[0]: run.state_type for run in task_runs_of(latest_run.id)}
-    assert states["validate-publish"] == StateType.FAILED
+    assert states["validate-run"] == StateType.FAILED
     assert states["write-run"] == StateType.COMPLETED
+    assert "publish-run" not in states
 
 
 def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(
     prefect_api, tmp_path, sample_ids
 ):
-    """Two Dask worker processes do the chunking; the stage flows hand over through a file."""
+    """Two Dask worker processes do the chunking; the stage flows hand over a run directory."""
     with (
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
@@ -163,20 +164,21 @@ def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(
         Client(cluster) as client,
         get_task_stream(client) as stream,
     ):
-        run = chunk_flow(
+        run_dir = chunk_flow(
             crawl_file=SAMPLE_CRAWL,
-            out_dir=tmp_path / "chunked",
+            data_dir=tmp_path / "data",
             task_runner="dask",
             dask_address=cluster.scheduler_address,
             workers=2,
         )
         workers = set(cluster.scheduler.workers)
-    assert [chunk.chunk_id for chunk in run.chunks] == sample_ids
+    assert chunk_ids(run_dir / "chunks.json") == sample_ids
+    assert not (tmp_path / "data" / "latest").exists()  # written, not yet validated
     ran_on = {task["worker"] for task in stream.data}
     assert ran_on and ran_on <= workers  # the batches ran in the cluster's worker processes
 
-    published = validate_publish(chunk_run=tmp_path / "chunked", data_dir=tmp_path / "data")
-    assert published.published
+    published = validate_publish(run_dir=run_dir)
+    assert published.published and published.run_dir == run_dir
     assert chunk_ids(published.run_dir / "chunks.json") == sample_ids
 
 
@@ -363,4 +365,22 @@ def test_every_task_has_a_name_of_its_own():
                 where = f"{module.__name__}.{attribute}"
                 assert value.name not in found, f"{where} and {found[value.name]}"
                 found[value.name] = where
-    assert {"chunk-pages", "validate-publish", "write-run"} <= set(found)
+    assert {"chunk-pages", "write-run", "validate-run", "publish-run"} <= set(found)
+
+
+def test_chunk_out_and_rebuild_write_the_same_files(prefect_api, tmp_path):
+    """`firechunk chunk --out` and `firechunk rebuild` run the same stages: the same bytes."""
+    out, data_dir = tmp_path / "out", tmp_path / "data"
+    chunked = CliRunner().invoke(
+        app, ["chunk", str(SAMPLE_CRAWL), "--out", str(out), "--workers", "2"]
+    )
+    rebuilt = CliRunner().invoke(
+        app,
+        ["rebuild", "--replay", str(SAMPLE_CRAWL), "--data-dir", str(data_dir)]
+        + ["--workers", "2", "--run-id", "r"],
+    )
+
+    assert chunked.exit_code == 0, chunked.output
+    assert rebuilt.exit_code == 0, rebuilt.output
+    for name in ("chunks.json", "chunks.parquet", "pages.parquet", "quarantine.jsonl"):
+        assert (out / name).read_bytes() == (data_dir / "runs" / "r" / name).read_bytes(), name

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firechunk.chunker.headings import heading_text
-from firechunk.pipeline import chunk_crawl
 from firechunk.quality import check_run
+from firechunk.run.memory import chunk_crawl
 from firechunk.tokens import TokenCounter
-from firechunk.validation_tables import build_tables
+from firechunk.validate.tables import build_tables
 from tests.chunk_helpers import crawl, page, run_markdown
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)

@@ -1,7 +1,7 @@
 """Incremental rebuilds: only changed pages are chunked again, `changes.json` says what the
 vector database must do, and the result is exactly what a full rebuild gives.
 
-The stages run in this process (`firechunk.rebuild.rebuild_here`) on the bundled sample
+The stages run in this process (`firechunk.run.stages.run_here`) on the bundled sample
 crawl, with validation by the real GX suites; one test runs them through the Prefect flow
 and the CLI. The sample has aliases (a tracking-parameter URL, two Python reference URLs
 with the same cleaned content, two CLI URLs with the same markdown) and quarantined pages,
@@ -15,6 +15,8 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
+import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -22,20 +24,22 @@ import pytest
 
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
-from firechunk.crawlfile import read_crawl
-from firechunk.incremental import STATE_FILE, plan_reuse
-from firechunk.pipeline import chunk_crawl
-from firechunk.plan import AliasPlan, page_inputs
+from firechunk.crawlfile import read_crawl, write_crawl
 from firechunk.publish import format_result
-from firechunk.rebuild import (
+from firechunk.run.cache import STATE_FILE
+from firechunk.run.executors import in_process
+from firechunk.run.memory import chunk_crawl
+from firechunk.run.stages import (
     chunk_stage,
-    in_this_process,
     publish_stage,
-    rebuild_here,
+    run_here,
     start_run,
+    validate_stage,
     write_stage,
 )
+from schemas.changes import ChangeSet
 from schemas.page import CrawlResult
+from schemas.publish import PublishResult
 from tests.corpus import CORPUS_FILES, needs_corpus
 from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of, task_runs_of
 
@@ -48,6 +52,19 @@ OUTPUT_FILES = ("chunks.json", "chunks.parquet", "pages.parquet", "quarantine.js
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+def crawl_file(crawl: CrawlResult) -> Path:
+    """`crawl` saved as a crawl file, what the stages read."""
+    return write_crawl(Path(tempfile.mkdtemp()) / "crawl.json", crawl)
+
+
+def rebuild_here(
+    crawl: CrawlResult, data_dir: Path, run_id: str, *, full: bool = False
+) -> tuple[PublishResult, ChangeSet]:
+    """Every stage, in this process, as `firechunk chunk` runs them."""
+    written, _, result = run_here(start_run(data_dir, run_id, full=full), crawl_file(crawl))
+    return result, written.changes
 
 
 def sample() -> CrawlResult:
@@ -196,6 +213,7 @@ def test_a_removed_page_has_its_chunk_ids_deleted(data_dir):
 # --- incremental equals full ---------------------------------------------------------------
 
 
+SMALLER = ChunkerOptions(limits=Limits(soft=600))
 NEW_PAGE = f"{BASE}/guides/regions"
 REGIONS = """# Regions
 
@@ -265,16 +283,11 @@ def test_full_rebuild_chunks_every_page_again_relative_to_the_last_good_run(data
     assert changes.empty  # same crawl: nothing for the database to do
 
 
-def test_other_chunker_options_reuse_nothing(baseline):
-    data_dir, _ = baseline
-    plan = AliasPlan.from_inputs(page_inputs(sample()))
-    state = data_dir / "runs" / "night-1" / STATE_FILE
-
-    same = plan_reuse(plan, "cl100k_base", ChunkerOptions(), state)
-    other = plan_reuse(plan, "cl100k_base", ChunkerOptions(limits=Limits(soft=600)), state)
-
-    assert len(same.reused) == 11 and same.fresh == []
-    assert other.reused == set() and len(other.fresh) == 11
+@pytest.mark.parametrize(("options", "reused"), [(ChunkerOptions(), 11), (SMALLER, 0)])
+def test_only_outcomes_made_with_the_same_options_are_reused(data_dir, options, reused):
+    start = start_run(data_dir, "night-2")
+    chunked = chunk_stage(start, crawl_file(sample()), in_process, workers=1, options=options)
+    assert (chunked.pages_reused, chunked.pages_chunked) == (reused, 11 - reused)
 
 
 # --- safety --------------------------------------------------------------------------------
@@ -313,9 +326,9 @@ def test_a_run_overtaken_by_another_publish_is_kept_superseded_not_published(dat
     nightly, _ = rebuild_here(edited(sample(), ARCHITECTURE, "a", "A"), data_dir, "nightly")
     assert nightly.published
 
-    chunked = chunk_stage(manual, sample(), in_this_process(), workers=1)
-    written, changes = write_stage(chunked)
-    result = publish_stage(manual, written)
+    chunk_stage(manual, crawl_file(sample()), in_process, workers=1)
+    changes = write_stage(manual).changes
+    result = publish_stage(manual, validate_stage(manual))
 
     assert changes.baseline == "night-1"
     assert result.validation.success and not result.published
@@ -330,23 +343,47 @@ def test_a_run_overtaken_by_another_publish_is_kept_superseded_not_published(dat
     assert after.baseline == "nightly"
 
 
-def test_a_baseline_without_stored_outcomes_is_rechunked_and_diffed_by_id(tmp_path):
-    """A run published by `firechunk chunk` keeps no outcomes and no row digests: the
-    rebuild chunks every page, upserts every chunk (it cannot tell which rows are
-    unchanged) and still deletes exactly the ids that are gone."""
-    from firechunk.publish import build_and_publish
+def swap_two_outcomes(cache: Path) -> None:
+    """Give two outcomes each other's payload: valid outcomes, under the wrong keys."""
+    db = sqlite3.connect(cache)
+    (key_a, payload_a), (key_b, payload_b) = db.execute(
+        "SELECT key, payload FROM outcomes LIMIT 2"
+    ).fetchall()
+    db.execute("UPDATE outcomes SET payload = ? WHERE key = ?", (payload_b, key_a))
+    db.execute("UPDATE outcomes SET payload = ? WHERE key = ?", (payload_a, key_b))
+    db.commit()
+    db.close()
 
-    data_dir = tmp_path / "data"
-    old = build_and_publish(chunk_crawl(sample(), workers=1), data_dir, "by-chunk")
-    assert old.published and not (old.run_dir / STATE_FILE).exists()
+
+def test_an_edited_outcome_in_the_baseline_cache_is_chunked_again(data_dir, tmp_path):
+    swap_two_outcomes(data_dir / "runs" / "night-1" / STATE_FILE)
+    crawl = changed_sample()
+
+    result, changes = rebuild_here(crawl, data_dir, "night-2")
+    full, _ = rebuild_here(crawl, tmp_path / "fresh", "full")
+
+    assert result.published
+    assert changes.pages_rechunked == 3 + 2  # the changed pages, and the two edited outcomes
+    for name in OUTPUT_FILES:
+        assert (result.run_dir / name).read_bytes() == (full.run_dir / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("damage", ["missing", "not sqlite"])
+def test_a_baseline_without_a_readable_cache_is_rechunked_and_diffed_by_id(data_dir, damage):
+    """With no cache to reuse, the rebuild chunks every page, upserts every chunk (it
+    cannot tell which rows are unchanged) and still deletes exactly the ids that are gone."""
+    cache = data_dir / "runs" / "night-1" / STATE_FILE
+    cache.unlink()
+    if damage == "not sqlite":
+        cache.write_bytes(b"this is not a database" * 100)
 
     result, changes = rebuild_here(without(sample(), SCHEMA_PAGE), data_dir, "rebuilt")
 
     assert result.published
-    assert changes.baseline == "by-chunk"
+    assert changes.baseline == "night-1"
     assert (changes.pages_rechunked, changes.pages_reused) == (10, 0)
     assert changes.upsert == [chunk["chunk_id"] for chunk in chunks_of(result.run_dir)]
-    assert set(changes.delete) == ids_by_page(old.run_dir)[SCHEMA_PAGE]
+    assert set(changes.delete) == ids_by_page(data_dir / "runs" / "night-1")[SCHEMA_PAGE]
 
 
 # --- the real corpus -----------------------------------------------------------------------
@@ -411,10 +448,10 @@ def test_rebuild_flow_and_cli_reuse_pages_and_full_chunks_them_again(prefect_api
         second["upsert"]
         and set(second["upsert"]) <= ids_by_page(data_dir / "runs" / "n2")[ARCHITECTURE]
     )
-    # One changed page is chunked in the flow's process: one task run, no workers started.
+    # One changed page is chunked in the flow's process: no task runs, no workers started.
     run_id = state.state_details.flow_run_id
     chunk_runs = [run for run in task_runs_of(run_id) if run.name.startswith("chunk-pages")]
-    assert len(chunk_runs) == 1
+    assert chunk_runs == []
     assert any("in this process" in line for line in logs_of(run_id))
     changes_table = table_of(artifacts_of(run_id)["rebuild-changes"])
     assert changes_table["chunk ids to delete"] == str(len(second["delete"]))

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from firechunk.outputs import write_parquet, write_run_outputs
+from firechunk.run.write import write_parquet, write_run_outputs
 from schemas.chunk import Chunk
 from schemas.parquet import CHUNKS_SCHEMA, PAGES_SCHEMA
 from schemas.report import ChunkReport, PageRecord, QuarantineRecord

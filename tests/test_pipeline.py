@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firechunk import plan
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.crawlfile import read_crawl
-from firechunk.incremental import StoredOutcome, chunk_pages
-from firechunk.pipeline import chunk_crawl
-from firechunk.plan import PageInput
+from firechunk.run import plan
+from firechunk.run.memory import chunk_crawl
+from firechunk.run.outcomes import StoredOutcome, chunk_pages
+from firechunk.run.plan import PageInput
 from firechunk.urls import canonical_by_w3lib, canonical_url
 from tests.chunk_helpers import count, crawl, page, run_markdown, run_pages, sentences
 

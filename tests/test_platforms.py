@@ -19,12 +19,12 @@ import pytest
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
 from firechunk.chunker.headings import heading_text
 from firechunk.chunker.page import ChunkerOptions
-from firechunk.pipeline import chunk_crawl
-from firechunk.plan import page_inputs
 from firechunk.quality import check_run
+from firechunk.run.memory import chunk_crawl
+from firechunk.run.plan import page_inputs
 from firechunk.tokens import TokenCounter
-from firechunk.validation import validate_run
-from firechunk.validation_tables import build_tables
+from firechunk.validate.suites import validate_run
+from firechunk.validate.tables import build_tables
 from schemas.page import CrawlResult
 from schemas.report import ChunkRun
 from tests.chunk_helpers import crawl, page

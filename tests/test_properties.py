@@ -24,8 +24,8 @@ from firechunk.chunker.blocks import HEADING, parse_blocks
 from firechunk.chunker.cleanup import clean_markdown
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
-from firechunk.pipeline import chunk_crawl
 from firechunk.quality import check_run
+from firechunk.run.memory import chunk_crawl
 from tests.chunk_helpers import count, crawl, page
 
 DEFAULT = Limits()

@@ -12,19 +12,19 @@ from datetime import UTC, datetime
 import pytest
 
 from firechunk.publish import (
-    build_and_publish,
     claim_run_dir,
     format_result,
     new_run_id,
     switch_latest,
 )
-from firechunk.validation import SUITES_DIR, SuiteFileError
+from firechunk.validate.suites import SUITES_DIR, SuiteFileError
 from tests.synthetic_runs import (
     broken_token_count_run,
     clean_run,
     duplicated_chunk_run,
     missing_h2_run,
     over_limit_run,
+    publish_run,
 )
 
 RUN_FILES = {
@@ -33,6 +33,7 @@ RUN_FILES = {
     "pages.parquet",
     "quarantine.jsonl",
     "report.json",
+    "run.json",
     "status.json",
     "validation",
 }
@@ -53,7 +54,7 @@ def snapshot(latest) -> dict[str, str]:
 def published(tmp_path_factory):
     """A data root whose `latest` is a clean run."""
     data_dir = tmp_path_factory.mktemp("data")
-    return data_dir, build_and_publish(clean_run(), data_dir)
+    return data_dir, publish_run(clean_run(), data_dir)
 
 
 def test_a_clean_run_is_published_as_latest(published):
@@ -86,7 +87,7 @@ def test_a_defect_fails_its_expectation_and_leaves_latest_untouched(
     latest = data_dir / "latest"
     before = snapshot(latest)
 
-    result = build_and_publish(make_run(), data_dir)
+    result = publish_run(make_run(), data_dir)
 
     assert not result.published
     failed = [(item.suite, item.name) for item in result.validation.failed]
@@ -109,7 +110,7 @@ def test_a_defect_fails_its_expectation_and_leaves_latest_untouched(
 
 
 def test_a_failed_first_run_publishes_nothing(tmp_path):
-    result = build_and_publish(over_limit_run(), tmp_path, run_id="first-try")
+    result = publish_run(over_limit_run(), tmp_path, run_id="first-try")
     assert not result.published
     assert not os.path.lexists(tmp_path / "latest")
     assert (tmp_path / "runs" / "first-try" / "status.json").is_file()
@@ -123,7 +124,7 @@ def test_a_run_that_cannot_be_validated_is_marked_failed_and_not_published(publi
     (suites_dir / "headers.json").unlink()
 
     with pytest.raises(SuiteFileError):
-        build_and_publish(clean_run(), data_dir, run_id="no-suites", suites_dir=suites_dir)
+        publish_run(clean_run(), data_dir, run_id="no-suites", suites_dir=suites_dir)
 
     status = json.loads((data_dir / "runs" / "no-suites" / "status.json").read_text())
     assert status["status"] == "failed"

@@ -1,4 +1,4 @@
-"""Each real crawl of the shared corpus is chunked, validates and is published."""
+"""Each real crawl of the shared corpus goes through the run's stages and is published."""
 
 from __future__ import annotations
 
@@ -6,19 +6,17 @@ import os
 
 import pytest
 
-from firechunk.crawlfile import read_crawl
-from firechunk.pipeline import chunk_crawl
-from firechunk.publish import build_and_publish, format_result
+from firechunk.publish import format_result
+from firechunk.run.stages import run_here, start_run
 from tests.corpus import corpus_params
 
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", corpus_params())
 def test_each_corpus_crawl_validates_and_publishes(path, tmp_path):
-    run = chunk_crawl(read_crawl(path), workers=1)
+    _, outcome, result = run_here(start_run(tmp_path), path)
 
-    result = build_and_publish(run, tmp_path)
-
-    assert result.published, format_result(result)
+    assert result is not None and result.published, format_result(result)
+    assert outcome.success
     assert os.readlink(tmp_path / "latest") == f"runs/{result.run_id}"
     assert result.validation.evaluated_expectations > 0

@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from firechunk.tokens import TokenCounter
-from firechunk.validation import SUITES_DIR, SuiteFileError, load_suite_files, validate_run
-from firechunk.validation_tables import build_tables
+from firechunk.validate.suites import SUITES_DIR, SuiteFileError, load_suite_files, validate_run
+from firechunk.validate.tables import build_tables
 from schemas.report import DuplicateChunk
 from tests.synthetic_runs import BASE, clean_run
 
@@ -117,7 +117,7 @@ def test_a_missing_suite_file_is_an_error(tmp_path):
 
 
 def _tables(run):
-    return build_tables(run, TokenCounter())
+    return {name: table.to_pandas() for name, table in build_tables(run, TokenCounter()).items()}
 
 
 def test_prev_chunk_link_names_what_the_link_points_at():

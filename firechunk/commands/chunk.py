@@ -1,4 +1,4 @@
-"""`firechunk chunk`: chunk a crawl file (Firecrawl's result shape) into a run directory."""
+"""`firechunk chunk`: the run's stages in this process, on a crawl file, without Prefect."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from firechunk.crawlfile import CrawlFileError, read_crawl
-from firechunk.pipeline import chunk_crawl
+from firechunk.run.write import read_quarantine
 from firechunk.tokens import DEFAULT_ENCODING
-from schemas.report import ChunkRun
+from schemas.report import ChunkReport
 
 console = Console(stderr=True, soft_wrap=True)  # long paths stay whole in logs
 
@@ -27,47 +27,57 @@ def chunk(
     ] = Path("data"),
     out: Annotated[
         Path | None,
-        typer.Option(help="Write the run here instead, validated but never published."),
+        typer.Option(
+            help="Write the run to this new directory instead: validated, never "
+            "published, nothing reused."
+        ),
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes for chunking.")] = 2,
+    full: Annotated[
+        bool, typer.Option("--full", help="Chunk every page again, reusing nothing.")
+    ] = False,
     encoding: Annotated[str, typer.Option(help="tiktoken encoding that counts tokens.")] = (
         DEFAULT_ENCODING
     ),
 ) -> None:
     """Chunk every page of CRAWL_FILE, validate the chunks, and publish them as data/latest.
 
-    A run that fails validation is kept in data/runs/ marked failed, data/latest is left
-    as it was, and the command exits with status 1.
+    Pages the last good run chunked are reused. A run that fails validation is kept in
+    data/runs/ marked failed, data/latest is left as it was, and the command exits with
+    status 1.
     """
+    from firechunk.publish import format_outcome, format_result
+    from firechunk.run.executors import process_pool
+    from firechunk.run.stages import run_here, start_out_run, start_run
+
     try:
-        crawl = read_crawl(crawl_file)
+        pages = len(read_crawl(crawl_file).data)  # a bad file is refused before a run starts
     except CrawlFileError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(code=2) from error
+    try:
+        if out is None:
+            start = start_run(data_dir, full=full, encoding=encoding)
+        else:
+            start = start_out_run(out, encoding=encoding)
+    except (FileExistsError, ValueError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(code=2) from error
     with _progress() as bar:
-        task = bar.add_task("chunking pages", total=len(crawl.data))
-        run = chunk_crawl(
-            crawl, workers=workers, encoding=encoding, progress=lambda n: bar.advance(task, n)
-        )
-        bar.update(task, completed=len(crawl.data))
-    _summary(run)
-    console.print("validating with Great Expectations…")
-    from firechunk.publish import (  # slow: imports GX
-        build_and_publish,
-        build_and_validate,
-        format_outcome,
-        format_result,
-    )
+        task = bar.add_task(f"chunking pages ({pages} crawled)", total=None)
 
-    if out is None:
-        result = build_and_publish(run, data_dir)
-        console.print(format_result(result))
-        passed = result.published
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        written, outcome, result = run_here(
+            start, crawl_file, process_pool(workers), workers=workers, progress=progress
+        )
+    _summary(written.report, start.run_dir)
+    if result is None:
+        console.print(format_outcome(outcome, start.run_dir))
     else:
-        outcome = build_and_validate(run, out, out.name)
-        console.print(format_outcome(outcome, out))
-        passed = outcome.success
-    if not passed:
+        console.print(format_result(result))
+    if not (outcome.success and (result is None or result.published)):
         raise typer.Exit(code=1)
 
 
@@ -82,8 +92,7 @@ def _progress() -> Progress:
     )
 
 
-def _summary(run: ChunkRun) -> None:
-    report = run.report
+def _summary(report: ChunkReport, run_dir: Path) -> None:
     console.print(
         f"{report.pages_in} pages in: {report.pages_chunked} chunked, "
         f"{report.pages_aliased} aliases, "
@@ -91,5 +100,5 @@ def _summary(run: ChunkRun) -> None:
         f"(median {report.chunk_tokens.p50} tokens, max {report.chunk_tokens.p100}), "
         f"{report.duplicate_chunks_dropped} duplicate chunks dropped, {report.seconds:.2f} s"
     )
-    for record in run.quarantine:
+    for record in read_quarantine(run_dir):
         console.print(f"[yellow]quarantined[/yellow] {record.url}: {record.reason} {record.detail}")

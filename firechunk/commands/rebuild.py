@@ -100,7 +100,7 @@ def rebuild(
     from firechunk.crawlfile import CrawlFileError
     from firechunk.retention import check_keep
     from flows.rebuild import rebuild as rebuild_flow
-    from tasks.publish import RunNotPublished
+    from tasks.run import RunNotPublished
 
     parameters = {
         "site_url": site,

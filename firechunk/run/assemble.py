@@ -1,11 +1,11 @@
 """A chunked crawl becomes a run: one pass over the pages in crawl order, after chunking.
 
-The rules, the same for a run held in memory (`firechunk.pipeline.chunk_crawl`) and a run
-written to its directory (`firechunk.rebuild`); only where the rows go differs (`RowSink`):
+The rules, the same for a run held in memory (`firechunk.run.executors.chunk_crawl`) and a run
+written to its directory (`firechunk.run.stages`); only where the rows go differs (`RowSink`):
 - pages with the same cleaned content are chunked once, under the smallest canonical URL;
   the others become aliases of it (`primaries`);
 - a chunk whose normalised text repeats a chunk kept before it in the run is dropped and
-  reported (`firechunk.chunk_rows`);
+  reported (`firechunk.run.rows`);
 - chunk ids are uuid5 of canonical URL and text; each chunk carries the overlap of the
   chunk kept before it on its page.
 
@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from firechunk.chunk_rows import check_row_shape, duplicates_of, page_rows
-from firechunk.incremental import StoredDraft, StoredOutcome
-from firechunk.plan import AliasPlan, PageInput
-from firechunk.validation_tables import ChunkFacts
+from firechunk.run.outcomes import StoredDraft, StoredOutcome
+from firechunk.run.plan import PlannedPage
+from firechunk.run.rows import check_row_shape, duplicates_of, page_rows
+from firechunk.validate.tables import ChunkFacts
 from schemas.report import (
     ChunkReport,
     HeadingRecord,
@@ -76,8 +76,7 @@ class _Pass:
 
 
 def assemble(
-    inputs: list[PageInput],
-    plan: AliasPlan,
+    pages: list[PlannedPage],
     outcomes: Outcomes,
     sink: RowSink,
     *,
@@ -85,43 +84,42 @@ def assemble(
     started: float,
 ) -> Assembled:
     """Walk the pages in crawl order; the rows of each chunked page go to `sink`."""
-    chunked_as = {page.index: plan.same_as.get(page.index, page.index) for page in inputs}
-    primary_of = primaries(inputs, plan, lambda i: outcomes.content_hash(chunked_as[i]))
-    alias_urls = alias_urls_of(inputs, plan, primary_of)
+    primary_of = primaries(pages, lambda page: outcomes.content_hash(page.chunked_as))
+    alias_urls = alias_urls_of(pages, primary_of)
     state = _Pass(sink)
     records: dict[int, PageRecord] = {}
-    for page in inputs:
+    for page in pages:
         i = page.index
-        if outcomes.content_hash(chunked_as[i]) is None:
-            outcome = outcomes.get(chunked_as[i])
-            record, records[i] = quarantine_records(page, plan, outcome.reason, outcome.detail)
+        if outcomes.content_hash(page.chunked_as) is None:
+            outcome = outcomes.get(page.chunked_as)
+            record, records[i] = quarantine_records(page, outcome.reason, outcome.detail)
             state.quarantine.append(record)
         elif primary_of[i] == i:
-            outcome = outcomes.get(chunked_as[i])
-            records[i] = _add_page(page, plan, outcome, alias_urls[i], state)
-    for page in inputs:
+            outcome = outcomes.get(page.chunked_as)
+            records[i] = _add_page(page, outcome, alias_urls[i], state)
+    for page in pages:
         if page.index not in records:
-            records[page.index] = alias_record(page, plan, records[primary_of[page.index]])
-    pages = [records[page.index] for page in inputs]
-    report = ChunkReport(pages_in=len(inputs), encoding=encoding, duplicates=state.duplicates)
+            records[page.index] = alias_record(page, records[primary_of[page.index]])
+    records_in_order = [records[page.index] for page in pages]
+    report = ChunkReport(pages_in=len(pages), encoding=encoding, duplicates=state.duplicates)
     report.warnings = state.warnings
     token_counts = [facts.token_count for facts in state.facts]
     fill_report(
         report,
-        pages,
+        records_in_order,
         len(state.quarantine),
         token_counts,
         state.removed,
-        time.perf_counter() - started,
+        time.time() - started,
     )
-    return Assembled(pages, state.quarantine, report, state.facts, state.row_digests)
+    return Assembled(records_in_order, state.quarantine, report, state.facts, state.row_digests)
 
 
 def _add_page(
-    page: PageInput, plan: AliasPlan, outcome: StoredOutcome, alias_urls: list[str], state: _Pass
+    page: PlannedPage, outcome: StoredOutcome, alias_urls: list[str], state: _Pass
 ) -> PageRecord:
     """Send a chunked page's kept rows to the sink; record its facts, repeats and figures."""
-    url = plan.canonical[page.index] or page.url
+    url = page.canonical or page.url
     drafts = outcome.drafts
     text_hashes = [draft.text_hash for draft in drafts]
     repeats, rows = page_rows(url, page.title, drafts, text_hashes, alias_urls, state.seen)
@@ -139,7 +137,7 @@ def _add_page(
     state.warnings.extend(f"{url}: {warning}" for warning in outcome.warnings)
     for rule, tokens in outcome.removed_tokens.items():
         state.removed[rule] = state.removed.get(rule, 0) + tokens
-    return chunked_record(page, plan, alias_urls, outcome, [c.token_count for c in facts])
+    return chunked_record(page, alias_urls, outcome, [c.token_count for c in facts])
 
 
 def _facts(row: dict[str, Any], draft: StoredDraft) -> ChunkFacts:
@@ -160,43 +158,40 @@ def _facts(row: dict[str, Any], draft: StoredDraft) -> ChunkFacts:
 
 
 def primaries(
-    inputs: list[PageInput], plan: AliasPlan, content_of: Callable[[int], str | None]
+    pages: list[PlannedPage], content_of: Callable[[PlannedPage], str | None]
 ) -> dict[int, int]:
     """For each chunkable page, the page whose chunks stand for it: among pages with the same
     cleaned content, the one with the smallest canonical URL (stable from night to night).
 
-    `content_of(i)` is page i's cleaned-content hash, None when it was quarantined.
+    `content_of(page)` is the page's cleaned-content hash, None when it was quarantined.
     """
     groups: dict[str, list[int]] = {}
-    for page in inputs:
-        content_hash = content_of(page.index)
+    for page in pages:
+        content_hash = content_of(page)
         if content_hash is not None:
             groups.setdefault(content_hash, []).append(page.index)
     primary_of = {}
     for members in groups.values():
-        chosen = min(members, key=lambda i: (plan.canonical[i], i))
+        chosen = min(members, key=lambda i: (pages[i].canonical, i))
         primary_of.update((i, chosen) for i in members)
     return primary_of
 
 
-def alias_urls_of(
-    inputs: list[PageInput], plan: AliasPlan, primary_of: dict[int, int]
-) -> dict[int, list[str]]:
+def alias_urls_of(pages: list[PlannedPage], primary_of: dict[int, int]) -> dict[int, list[str]]:
     """For each primary page, the other URLs that returned it, as crawled, each once and
     without the page's own."""
     others: dict[int, set[str]] = {}
     for i, primary in primary_of.items():
         if i != primary:
-            others.setdefault(primary, set()).add(inputs[i].url)
+            others.setdefault(primary, set()).add(pages[i].url)
     return {
-        i: sorted(url for url in others.get(i, ()) if url and url != plan.canonical[i])
+        i: sorted(url for url in others.get(i, ()) if url and url != pages[i].canonical)
         for i in primary_of
     }
 
 
 def chunked_record(
-    page: PageInput,
-    plan: AliasPlan,
+    page: PlannedPage,
     alias_urls: list[str],
     outcome: StoredOutcome,
     chunk_tokens: list[int],
@@ -209,12 +204,12 @@ def chunked_record(
     """
     return PageRecord.model_construct(
         url=page.url,
-        canonical_url=plan.canonical[page.index] or page.url,
+        canonical_url=page.canonical or page.url,
         page_title=page.title,
         status="chunked",
         alias_of=None,
         aliases=alias_urls,
-        raw_hash=plan.raw_hash[page.index],
+        raw_hash=page.raw_hash,
         content_hash=outcome.content_hash,
         tokens_before_cleanup=outcome.tokens_before,
         tokens_after_cleanup=outcome.tokens_after,
@@ -229,38 +224,37 @@ def chunked_record(
 
 
 def quarantine_records(
-    page: PageInput, plan: AliasPlan, reason: str | None, detail: str | None
+    page: PlannedPage, reason: str | None, detail: str | None
 ) -> tuple[QuarantineRecord, PageRecord]:
     """A quarantined page's record for `quarantine.jsonl` and its row in `pages.parquet`."""
-    markdown = page.markdown if isinstance(page.markdown, str) else ""
     record = QuarantineRecord(
         url=page.url,
         reason=reason or "unknown",
         detail=detail,
         page_title=page.title,
-        markdown_chars=len(markdown),
+        markdown_chars=page.markdown_chars,
     )
     page_record = PageRecord(
         url=page.url,
-        canonical_url=plan.canonical[page.index],
+        canonical_url=page.canonical,
         page_title=page.title,
         status="quarantined",
-        raw_hash=plan.raw_hash[page.index],
+        raw_hash=page.raw_hash,
         content_hash="",
         quarantine_reason=reason,
     )
     return record, page_record
 
 
-def alias_record(page: PageInput, plan: AliasPlan, primary: PageRecord) -> PageRecord:
+def alias_record(page: PlannedPage, primary: PageRecord) -> PageRecord:
     """The `pages.parquet` row of a URL that returned the same page as `primary`."""
     return PageRecord(
         url=page.url,
-        canonical_url=plan.canonical[page.index],
+        canonical_url=page.canonical,
         page_title=page.title,
         status="alias",
         alias_of=primary.canonical_url,
-        raw_hash=plan.raw_hash[page.index],
+        raw_hash=page.raw_hash,
         content_hash=primary.content_hash,
         tokens_before_cleanup=primary.tokens_before_cleanup,
         tokens_after_cleanup=primary.tokens_after_cleanup,

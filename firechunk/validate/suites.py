@@ -2,7 +2,7 @@
 
 The suites are loaded from disk at every run (never built in code), so what is in
 `expectations/*.json` is exactly what runs. Each suite checks the table of the same name
-built by `firechunk.validation_tables`.
+built by `firechunk.validate.tables`.
 
 GX runs in a fresh ephemeral Data Context per validation (it takes milliseconds to make),
 so nothing from one run's results leaks into another's Data Docs. Written into
@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from firechunk.atomic import write_json
 from firechunk.tokens import TokenCounter
-from firechunk.validation_tables import ID_COLUMNS, build_tables
+from firechunk.validate.tables import ID_COLUMNS, build_tables
 from schemas.report import ChunkRun
 from schemas.validation import ExpectationOutcome, ValidationOutcome
 
-if TYPE_CHECKING:  # the tables are built by validation_tables, which imports pandas then
-    import pandas as pd
+if TYPE_CHECKING:
+    import polars as pl
 
-SUITES_DIR = Path(__file__).resolve().parent.parent / "expectations"
+SUITES_DIR = Path(__file__).resolve().parents[2] / "expectations"
 VALIDATION_DIR = "validation"
 DATA_DOCS_DIR = "data_docs"
 DATA_DOCS_SITE = "firechunk"
@@ -86,14 +86,14 @@ def validate_run(
 
 
 def validate_tables(
-    tables: dict[str, pd.DataFrame],
+    tables: dict[str, pl.DataFrame],
     run_dir: Path,
     *,
     suites_dir: Path = SUITES_DIR,
     run_id: str | None = None,
     started: float | None = None,
 ) -> ValidationOutcome:
-    """Run every suite on its table (`firechunk.validation_tables`), write the results.
+    """Run every suite on its table (`firechunk.validate.tables`), write the results.
 
     `started` is when building the tables began, so `seconds` covers them too.
     """
@@ -127,7 +127,7 @@ def validate_tables(
 
 def _run_suites(
     suites: dict[str, dict[str, Any]],
-    tables: dict[str, pd.DataFrame],
+    tables: dict[str, pl.DataFrame],
     docs_dir: Path,
     run_id: str | None,
 ) -> dict[str, dict[str, Any]]:
@@ -154,7 +154,7 @@ def _run_suites(
             gx.ValidationDefinition(name=name, data=batch, suite=suite)
         )
         result = definition.run(
-            batch_parameters={"dataframe": tables[name]},
+            batch_parameters={"dataframe": tables[name].to_pandas()},  # GX reads pandas
             result_format={
                 "result_format": "SUMMARY",
                 "partial_unexpected_count": _PARTIAL_UNEXPECTED,

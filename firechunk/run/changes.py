@@ -12,13 +12,14 @@ content, so its raw markdown hash stands for it.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from firechunk.atomic import write_json
-from firechunk.incremental import STATE_FILE, OutcomeStore
-from firechunk.outputs import CHUNKS_PARQUET, PAGES_PARQUET
+from firechunk.run.cache import STATE_FILE, read_chunk_rows
+from firechunk.run.write import CHUNKS_PARQUET, PAGES_PARQUET
 from schemas.changes import ChangeSet, PageChange
 from schemas.report import PageRecord
 
@@ -84,11 +85,10 @@ def baseline_chunk_rows(run_dir: Path) -> dict[str, str | None]:
     """Chunk id -> row digest of a published run (digest None if the run kept none)."""
     state = Path(run_dir) / STATE_FILE
     if state.is_file():
-        store = OutcomeStore(state)
         try:
-            return dict(store.chunk_rows())
-        finally:
-            store.close()
+            return dict(read_chunk_rows(state))
+        except sqlite3.Error:  # damaged: the ids alone, every chunk then an upsert
+            pass
     ids = pq.read_table(Path(run_dir) / CHUNKS_PARQUET, columns=["chunk_id"]).column(0)
     return dict.fromkeys(ids.to_pylist())
 

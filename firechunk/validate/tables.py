@@ -8,7 +8,7 @@ threshold and allowed value lives in the suite files in `expectations/`, never h
 
 The tables are built from `ChunkFacts`, one per chunk: what the suites need to know about a
 chunk, without its text. A run held in memory (`ChunkRun`) gives its facts through
-`chunk_facts`; a written run (`firechunk.assemble`) keeps the same facts for the chunks it
+`chunk_facts`; a written run (`firechunk.run.assemble`) keeps the same facts for the chunks it
 wrote, with the text-derived ones (recount, text hash, heading lines) computed where the
 chunk was made, by the same functions as here, so both check the same values.
 
@@ -23,16 +23,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 
+import polars as pl
+
+from firechunk.atomic import atomic_write
 from firechunk.chunker.headings import heading_key, heading_lines
 from firechunk.chunker.page import content_hash
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
 from schemas.report import ChunkRun, DuplicateChunk, PageRecord
 
-if TYPE_CHECKING:  # pandas is imported when tables are built: chunk workers import
-    import pandas as pd  # `heading_lines` and `text_hash` from here and need no pandas
+TABLES_DIR = Path("validation") / "tables"  # in the run directory, one Parquet file per table
 
 # Columns named in failure examples, so a failing row can be found in the outputs.
 ID_COLUMNS: dict[str, list[str]] = {
@@ -106,7 +108,7 @@ def chunk_facts(chunk: Chunk, counter: TokenCounter) -> ChunkFacts:
     )
 
 
-def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pd.DataFrame]:
+def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pl.DataFrame]:
     """Every table the suites check, keyed by suite name."""
     facts = [chunk_facts(chunk, counter) for chunk in run.chunks]
     return tables_from_facts(facts, run.pages, run.report.duplicates)
@@ -114,7 +116,7 @@ def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pd.DataFrame
 
 def tables_from_facts(
     facts: list[ChunkFacts], pages: list[PageRecord], duplicates: Iterable[DuplicateChunk]
-) -> dict[str, pd.DataFrame]:
+) -> dict[str, pl.DataFrame]:
     """The tables from every chunk's facts, every page's record and the dropped duplicates.
 
     A broken run may repeat chunk ids (chunk_id_unique reports that): facts are a list, so
@@ -128,12 +130,29 @@ def tables_from_facts(
     }
 
 
-def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+def _frame(rows: list[dict], columns: list[str]) -> pl.DataFrame:
     # Explicit columns: an empty run still has every column, so it fails on row counts,
     # not on a confusing "column does not exist".
-    import pandas as pd
+    return pl.from_dicts(rows, schema=columns, infer_schema_length=None)
 
-    return pd.DataFrame.from_records(rows, columns=columns)
+
+def write_tables(run_dir: Path, tables: dict[str, pl.DataFrame]) -> list[Path]:
+    """Each table as `<run-dir>/validation/tables/<name>.parquet`, what the validate stage
+    reads: the tables are built where the run is assembled, checked in another task."""
+    paths = []
+    for name, table in tables.items():
+        path = Path(run_dir) / TABLES_DIR / f"{name}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        paths.append(atomic_write(path, table.write_parquet))
+    return paths
+
+
+def read_tables(run_dir: Path) -> dict[str, pl.DataFrame]:
+    """The run's tables, as `write_tables` wrote them."""
+    return {
+        path.stem: pl.read_parquet(path)
+        for path in sorted((Path(run_dir) / TABLES_DIR).glob("*.parquet"))
+    }
 
 
 def chunk_rows(facts: list[ChunkFacts]) -> list[dict]:

@@ -89,37 +89,53 @@ def make_batches(pages: list[PageInput], workers: int) -> Iterator[list[PageInpu
         yield batch
 
 
-@dataclass
-class AliasPlan:
-    """Which pages to chunk: one per canonical URL and per identical markdown."""
+@dataclass(frozen=True)
+class PlannedPage:
+    """A crawled page as assembly needs it, once the plan has decided who chunks it.
 
-    canonical: list[str]
-    raw_hash: list[str]
-    same_as: dict[int, int]  # page index -> index of the page chunked for it
+    `chunked_as` is the index of the page whose outcome stands for this one: itself, or the
+    first page with the same canonical URL or identical markdown. Small, with no markdown,
+    so a run's plan is kept in its page cache and handed from stage to stage there.
+    """
+
+    index: int
+    url: str
+    title: str
+    canonical: str
+    raw_hash: str  # sha256 of the markdown as crawled
+    chunked_as: int
+    markdown_chars: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every page of the crawl (`pages`) and the ones to chunk (`to_chunk`, crawl order)."""
+
+    pages: list[PlannedPage]
     to_chunk: list[PageInput]
 
-    @classmethod
-    def from_inputs(cls, inputs: list[PageInput]) -> AliasPlan:
-        canonical = [canonical_url(page.url) for page in inputs]
-        raw = [
-            _sha256(page.markdown if isinstance(page.markdown, str) else repr(page.markdown))
-            for page in inputs
-        ]
-        first_by_key: dict[tuple[str, str], int] = {}
-        first_by_url: dict[str, int] = {}
-        same_as: dict[int, int] = {}
-        to_chunk = []
-        for page in inputs:
-            i = page.index
-            known = first_by_url.get(canonical[i]) if canonical[i] else None
-            known = known if known is not None else first_by_key.get(("raw", raw[i]))
-            if known is not None:
-                same_as[i] = known
-                continue
-            first_by_url.setdefault(canonical[i], i)
-            first_by_key[("raw", raw[i])] = i
+
+def plan_pages(inputs: list[PageInput]) -> Plan:
+    """Chunk one page per canonical URL and per identical markdown: the first in crawl order."""
+    first_by_url: dict[str, int] = {}
+    first_by_markdown: dict[str, int] = {}
+    pages, to_chunk = [], []
+    for page in inputs:
+        canonical = canonical_url(page.url)
+        markdown = page.markdown if isinstance(page.markdown, str) else repr(page.markdown)
+        raw_hash = _sha256(markdown)
+        known = first_by_url.get(canonical) if canonical else None
+        known = known if known is not None else first_by_markdown.get(raw_hash)
+        if known is None:
+            known = page.index
+            first_by_url.setdefault(canonical, page.index)
+            first_by_markdown[raw_hash] = page.index
             to_chunk.append(page)
-        return cls(canonical, raw, same_as, to_chunk)
+        size = len(page.markdown) if isinstance(page.markdown, str) else 0
+        pages.append(
+            PlannedPage(page.index, page.url, page.title, canonical, raw_hash, known, size)
+        )
+    return Plan(pages, to_chunk)
 
 
 def _sha256(text: str) -> str:

@@ -2,7 +2,7 @@
 
 Loaders read `chunks.parquet` (or `chunks.json`, the same rows in the fixed JSON shape);
 people read `report.json` and `quarantine.jsonl`; `pages.parquet` says what became of every
-crawled URL. Validation results go to `validation/` (see `firechunk.validation`).
+crawled URL. Validation results go to `validation/` (see `firechunk.validate.suites`).
 
 The chunk files are written as assembly hands over each page's rows (`ChunkFileWriter`):
 Parquet one row group per batch of rows, `chunks.json` one chunk per line of a JSON array,
@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from firechunk.atomic import atomic_open, atomic_write, write_json, write_jsonl
 from schemas.parquet import CHUNKS_SCHEMA, PAGES_SCHEMA
-from schemas.report import ChunkRun
+from schemas.report import ChunkRun, QuarantineRecord
 
 CHUNKS_PARQUET = "chunks.parquet"
 CHUNKS_JSON = "chunks.json"
@@ -57,6 +57,12 @@ def write_page_files(run_dir: Path, pages: list, quarantine: list) -> list[Path]
     ]
 
 
+def read_quarantine(run_dir: Path) -> list[QuarantineRecord]:
+    path = Path(run_dir) / QUARANTINE_JSONL
+    lines = path.read_bytes().splitlines() if path.is_file() else []
+    return [QuarantineRecord.model_validate_json(line) for line in lines if line.strip()]
+
+
 class ChunkFileWriter:
     """`chunks.parquet` and `chunks.json`, written together a page of chunk rows at a time.
 
@@ -65,7 +71,7 @@ class ChunkFileWriter:
     library's encoder took seconds on a few thousand pages), and to Parquet a row group at a
     time. Both files appear (atomically) when the `with` block ends without error; on an
     error neither does. The sha256 of each row's line in `chunks.json` is returned: it is
-    what `firechunk.changes` compares from one run to the next.
+    what `firechunk.run.changes` compares from one run to the next.
 
     The schema check of `write_parquet` runs on the first row of every row group rather
     than on every row: all rows are made the same way, and checking each nested row was
@@ -141,7 +147,7 @@ class ChunkFileWriter:
 
 
 def line_digests(lines: list[bytes]) -> list[str]:
-    """The sha256 of each chunks.json line: what `firechunk.changes` compares."""
+    """The sha256 of each chunks.json line: what `firechunk.run.changes` compares."""
     return [hashlib.sha256(line).hexdigest() for line in lines]
 
 

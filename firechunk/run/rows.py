@@ -1,6 +1,6 @@
 """A chunked page's rows: which of its drafts are kept, their ids, and each kept chunk's JSON.
 
-`firechunk.assemble` builds every run's rows with these. A row is the chunk's JSON object
+`firechunk.run.assemble` builds every run's rows with these. A row is the chunk's JSON object
 exactly as `schemas.chunk.Chunk.to_json()` gives it (`check_row_shape` holds them together).
 """
 
@@ -121,6 +121,6 @@ def check_row_shape(row: dict[str, Any]) -> None:
     expected = Chunk.model_validate(row).to_json()
     if expected != row:
         raise ValueError(
-            "firechunk.chunk_rows builds chunk rows that differ from schemas.chunk.Chunk: "
+            "firechunk.run.rows builds chunk rows that differ from schemas.chunk.Chunk: "
             f"{sorted(expected)} vs {sorted(row)}; update chunk_row"
         )

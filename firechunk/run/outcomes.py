@@ -1,0 +1,137 @@
+"""One page's chunker outcome, as the page cache keeps it, and the worker that makes it.
+
+An outcome is a page's draft chunks before the run-wide assembly (or why the page was
+quarantined), with what each draft's text alone tells: the token recount and text hash the
+validation suites check, the heading lines in the text, and the overlap text the draft
+gives the chunk after it. All of it is computed in the worker that chunked the page
+(`chunk_pages`, the one function every executor runs), so it is done in parallel, once per
+page text, and reused with the outcome on later nights.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import orjson
+
+from firechunk.chunker.headings import heading_lines
+from firechunk.chunker.overlap import overlap_after
+from firechunk.chunker.page import (
+    ChunkerOptions,
+    DraftChunk,
+    PageChunks,
+    PageRejected,
+    chunk_page,
+    content_hash,
+)
+from firechunk.run.plan import PageInput
+from firechunk.tokens import TokenCounter
+
+
+@dataclass(kw_only=True)
+class StoredDraft(DraftChunk):
+    """A draft chunk as the chunker made it, with what its text alone tells."""
+
+    recount: int  # TokenCounter.count(text): what the suites compare `tokens` with
+    text_hash: str  # content_hash(text): what the suites check, and the key of repeats
+    heading_lines: list[str]  # validation_tables.heading_lines, sorted
+
+
+@dataclass
+class StoredOutcome:
+    """One page's outcome: its drafts and page figures, or why it was quarantined."""
+
+    index: int  # the page's position in the crawl it was chunked from (not stored)
+    reason: str | None = None
+    detail: str = ""
+    content_hash: str = ""
+    drafts: list[StoredDraft] = field(default_factory=list)
+    headings: list[tuple[int, str, int]] = field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    removed_tokens: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def chunked(self) -> bool:
+        return self.reason is None
+
+    def to_payload(self) -> bytes:
+        """zlib-compressed JSON (orjson: thousands of pages are read back on every run)."""
+        return zlib.compress(orjson.dumps(self), 1)
+
+    def packed(self) -> PackedOutcome:
+        return PackedOutcome(
+            self.index, self.content_hash if self.chunked else None, self.to_payload()
+        )
+
+    @classmethod
+    def from_payload(cls, index: int, payload: bytes) -> StoredOutcome:
+        """The outcome stored as `payload`, for the page at `index` of this run's crawl."""
+        data = orjson.loads(zlib.decompress(payload))
+        data["index"] = index
+        data["drafts"] = [
+            StoredDraft(**{**d, "source_lines": tuple(d["source_lines"])}) for d in data["drafts"]
+        ]
+        data["headings"] = [tuple(h) for h in data["headings"]]
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class PackedOutcome:
+    """A page's outcome as the store keeps it: what the alias planning reads (the content
+    hash, None for a quarantined page) and the payload (`StoredOutcome.to_payload`)."""
+
+    index: int  # the page's position in the crawl it was chunked from
+    content_hash: str | None
+    payload: bytes
+
+
+def chunk_pages(
+    batch: list[PageInput], encoding: str, options: ChunkerOptions
+) -> list[PackedOutcome]:
+    """Chunk a batch of pages, add what each draft's text tells, pack each outcome; a page
+    that fails becomes an outcome with a reason, and costs that page only.
+
+    Runs in a worker: the recounts, overlaps and packing are the bulk of the work after
+    chunking itself, and done here they are done in parallel, once per page text.
+    """
+    counter = TokenCounter(encoding)
+    return [_outcome(page, counter, options).packed() for page in batch]
+
+
+def _outcome(page: PageInput, counter: TokenCounter, options: ChunkerOptions) -> StoredOutcome:
+    try:
+        chunks = chunk_page(page.markdown, page.title, counter.count, options, page.chrome)
+    except PageRejected as rejected:
+        return StoredOutcome(page.index, reason=rejected.reason, detail=rejected.detail)
+    except Exception as error:  # a parser bug must not sink the run
+        detail = f"{type(error).__name__}: {error}"
+        return StoredOutcome(page.index, reason="parse-error", detail=detail)
+    return _stored(page.index, chunks, counter, options.limits.overlap)
+
+
+def _stored(index: int, page: PageChunks, counter: TokenCounter, overlap: int) -> StoredOutcome:
+    for draft in page.chunks[:-1]:
+        draft.overlap = overlap_after(draft.text, draft.breadcrumb, counter, overlap)
+    return StoredOutcome(
+        index=index,
+        content_hash=page.content_hash,
+        drafts=[_stored_draft(draft, counter) for draft in page.chunks],
+        headings=list(page.headings),
+        tokens_before=page.tokens_before,
+        tokens_after=page.tokens_after,
+        removed_tokens=dict(page.removed_tokens),
+        warnings=list(page.warnings),
+    )
+
+
+def _stored_draft(draft: DraftChunk, counter: TokenCounter) -> StoredDraft:
+    """The draft as it is, with what its text tells added."""
+    return StoredDraft(
+        **vars(draft),
+        recount=counter.count(draft.text),
+        text_hash=content_hash(draft.text),
+        heading_lines=sorted(heading_lines(draft.text)),
+    )

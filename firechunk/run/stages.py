@@ -1,0 +1,257 @@
+"""The stages that turn a crawl into a run directory, each reading what the one before wrote.
+
+    start     claim data/runs/<run-id>/ (or an --out directory), note the baseline (the run
+              data/latest points at) in the run's run.json
+    chunk     plan the pages (canonical URLs, aliases), key them, copy the outcomes the
+              baseline's page cache has, chunk the rest on an executor, keep it all in the
+              run's page cache (`firechunk.run.cache`)
+    write     one pass in crawl order over the cache (`firechunk.run.assemble`): the chunk
+              files, pages, quarantine, report, the validation tables, changes.json
+    validate  every suite in expectations/ over the tables; the verdict in status.json
+    publish   data/latest -> the run, only if it passed (`firechunk.publish`)
+
+A stage takes the run's `RunStart` (small, and saved in the run directory, so a stage can
+run in another task, process or day) and hands on only small summaries. `firechunk chunk`
+runs the stages in this process (`run_here`); the Prefect flows run them as tasks.
+
+Safety: the baseline is only ever the run `latest` points at, and `latest` only moves to a
+run that passed validation. A run that fails (validation, or an error on the way) is kept,
+marked failed, and neither becomes `latest` nor the next run's baseline. A full rebuild
+(`full=True`) chunks every page again, but its change set is still relative to the last
+good run: that is what the vector database holds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from firechunk.atomic import write_json
+from firechunk.chunker.page import ChunkerOptions
+from firechunk.crawlfile import read_crawl
+from firechunk.publish import (
+    RUNS_DIR,
+    claim_run_dir,
+    failure_recorded,
+    last_good_run,
+    publish_if_passed,
+    record_verdict,
+)
+from firechunk.run.assemble import assemble
+from firechunk.run.cache import STATE_FILE, PageCache, outcome_key
+from firechunk.run.changes import change_set, write_changes
+from firechunk.run.executors import Executor, in_process
+from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
+from firechunk.run.write import REPORT_JSON, ChunkFileWriter, write_page_files
+from firechunk.tokens import DEFAULT_ENCODING
+from firechunk.validate.suites import SUITES_DIR, validate_tables
+from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
+from schemas.changes import ChangeSet
+from schemas.publish import PublishResult
+from schemas.report import ChunkReport
+from schemas.validation import ValidationOutcome
+
+RUN_JSON = "run.json"
+# A run that reuses pages and has fewer characters than this left to chunk chunks them in
+# this process: 2 MB is a few seconds of chunking, about what starting worker processes
+# (or connecting to a cluster) costs before they chunk anything.
+INLINE_CHARS = 2_000_000
+
+Progress = Callable[[int, int], None]  # (pages chunked so far, pages to chunk)
+
+
+class RunStart(BaseModel, frozen=True):
+    """A run's identity and baseline, saved as its run.json when the run is claimed."""
+
+    run_id: str
+    run_dir: Path
+    data_dir: Path | None  # None: an --out run, never published
+    baseline_id: str | None = None
+    baseline_dir: Path | None = None
+    full: bool = False
+    encoding: str = DEFAULT_ENCODING
+
+    @property
+    def reuse_from(self) -> Path | None:
+        """The baseline's page cache, unless a full rebuild was asked for."""
+        if self.full or self.baseline_dir is None:
+            return None
+        return self.baseline_dir / STATE_FILE
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunStart:
+        path = Path(run_dir) / RUN_JSON
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: not a run directory (no {RUN_JSON})")
+        return cls.model_validate_json(path.read_bytes())
+
+
+class Chunked(BaseModel, frozen=True):
+    """What the chunk stage did."""
+
+    pages_in: int
+    pages_to_chunk: int  # the others are the same URL or markdown as one of these
+    pages_reused: int
+    pages_chunked: int
+    in_this_process: bool  # too little left to chunk to be worth starting workers
+
+
+class Written(BaseModel, frozen=True):
+    report: ChunkReport
+    changes: ChangeSet
+
+
+def start_run(
+    data_dir: Path,
+    run_id: str | None = None,
+    *,
+    full: bool = False,
+    encoding: str = DEFAULT_ENCODING,
+) -> RunStart:
+    """Find the baseline first, then claim the run's directory (it is never the baseline)."""
+    data_dir = Path(data_dir).resolve()  # GX needs absolute paths
+    baseline = last_good_run(data_dir)
+    run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
+    start = RunStart(
+        run_id=run_id,
+        run_dir=run_dir,
+        data_dir=data_dir,
+        baseline_id=baseline[0] if baseline else None,
+        baseline_dir=baseline[1] if baseline else None,
+        full=full,
+        encoding=encoding,
+    )
+    write_json(run_dir / RUN_JSON, start.model_dump(mode="json"))
+    return start
+
+
+def start_out_run(out_dir: Path, *, encoding: str = DEFAULT_ENCODING) -> RunStart:
+    """A run written to `out_dir` (new or empty), with no baseline, never published."""
+    out_dir = Path(out_dir).resolve()
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise FileExistsError(f"{out_dir} is not empty: write the run to a new directory")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = RunStart(run_id=out_dir.name, run_dir=out_dir, data_dir=None, encoding=encoding)
+    write_json(out_dir / RUN_JSON, start.model_dump(mode="json"))
+    return start
+
+
+def chunk_stage(
+    start: RunStart,
+    crawl_file: Path,
+    executor: Executor,
+    *,
+    workers: int,
+    options: ChunkerOptions | None = None,
+    progress: Progress | None = None,
+) -> Chunked:
+    """Plan the crawl, reuse what the baseline has, chunk the rest with `executor`; the
+    plan and every outcome end up in the run's page cache."""
+    options = options or ChunkerOptions()
+    started = time.time()
+    with failure_recorded(start.run_dir, start.run_id):
+        plan = plan_pages(page_inputs(read_crawl(crawl_file)))
+        keys = {
+            page.index: outcome_key(page, plan.pages[page.index].raw_hash, start.encoding, options)
+            for page in plan.to_chunk
+        }
+        cache = PageCache.create(start.run_dir / STATE_FILE, encoding=start.encoding)
+        try:
+            reused = cache.copy_from(start.reuse_from, keys.values()) if start.reuse_from else set()
+            fresh = [page for page in plan.to_chunk if keys[page.index] not in reused]
+            inline = bool(reused) and characters(fresh) < INLINE_CHARS
+            if inline:
+                executor, workers = in_process, 1
+            done = 0
+            for outcomes in executor(list(make_batches(fresh, workers)), start.encoding, options):
+                for outcome in outcomes:
+                    cache.put(keys[outcome.index], outcome)
+                done += len(outcomes)
+                if progress:
+                    progress(done, len(fresh))
+            cache.put_plan(plan.pages, keys)
+            for name, value in (("started", started), ("pages_chunked", len(fresh))):
+                cache.set_meta(name, str(value))
+        except BaseException:
+            cache.discard()
+            raise
+        cache.close()
+    return Chunked(
+        pages_in=len(plan.pages),
+        pages_to_chunk=len(plan.to_chunk),
+        pages_reused=len(plan.to_chunk) - len(fresh),
+        pages_chunked=len(fresh),
+        in_this_process=inline,
+    )
+
+
+def write_stage(start: RunStart) -> Written:
+    """Assemble the run from its page cache and write every file of it, changes.json last."""
+    run_dir = start.run_dir
+    with failure_recorded(run_dir, start.run_id):
+        cache = PageCache.open(run_dir / STATE_FILE)
+        try:
+            pages = cache.plan()
+            started = float(cache.meta("started") or time.time())
+            pages_chunked = int(cache.meta("pages_chunked") or 0)
+            with ChunkFileWriter(run_dir) as writer:
+                assembled = assemble(pages, cache, writer, encoding=start.encoding, started=started)
+            cache.put_chunk_rows(assembled.row_digests.items())
+        finally:
+            cache.close()
+        write_page_files(run_dir, assembled.pages, assembled.quarantine)
+        write_json(run_dir / REPORT_JSON, assembled.report.model_dump(mode="json"))
+        tables = tables_from_facts(assembled.facts, assembled.pages, assembled.report.duplicates)
+        write_tables(run_dir, tables)
+        to_chunk = sum(page.chunked_as == page.index for page in pages)
+        changes = change_set(
+            start.run_id,
+            assembled.row_digests,
+            assembled.pages,
+            baseline=(start.baseline_id, start.baseline_dir) if start.baseline_dir else None,
+            full=start.full,
+            pages_rechunked=pages_chunked,
+            pages_reused=to_chunk - pages_chunked,
+        )
+        write_changes(run_dir, changes)
+    return Written(report=assembled.report, changes=changes)
+
+
+def validate_stage(start: RunStart, suites_dir: Path = SUITES_DIR) -> ValidationOutcome:
+    """Run every suite over the run's tables; record the verdict in its status.json."""
+    started = time.perf_counter()
+    with failure_recorded(start.run_dir, start.run_id):
+        tables = read_tables(start.run_dir)
+        outcome = validate_tables(
+            tables, start.run_dir, suites_dir=suites_dir, run_id=start.run_id, started=started
+        )
+    record_verdict(start.run_dir, start.run_id, outcome)
+    return outcome
+
+
+def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
+    """Point data/latest at the run if it passed and the baseline is still `latest`."""
+    if start.data_dir is None:
+        raise ValueError(f"run {start.run_id} was written with --out: it cannot be published")
+    return publish_if_passed(
+        start.data_dir, start.run_id, start.run_dir, outcome, baseline_id=start.baseline_id
+    )
+
+
+def run_here(
+    start: RunStart,
+    crawl_file: Path,
+    executor: Executor = in_process,
+    *,
+    workers: int = 1,
+    progress: Progress | None = None,
+) -> tuple[Written, ValidationOutcome, PublishResult | None]:
+    """Every stage in this process; published unless the run was started with --out."""
+    chunk_stage(start, crawl_file, executor, workers=workers, progress=progress)
+    written = write_stage(start)
+    outcome = validate_stage(start)
+    published = publish_stage(start, outcome) if start.data_dir is not None else None
+    return written, outcome, published

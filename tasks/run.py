@@ -1,0 +1,155 @@
+"""Prefect tasks of the run's stages: start, write, validate, publish, prune.
+
+Thin wrappers around `firechunk.run.stages`; each takes the run's `RunStart` (a few paths
+and ids) and hands on a small summary, so any of them can be retried or run elsewhere.
+A run that fails validation fails its `validate-run` task, and one overtaken by another
+run fails `publish-run`, so the dashboard shows where the night failed; the exception
+carries the result so the flow can still report it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from firechunk.publish import LATEST, format_outcome, format_result
+from firechunk.retention import prune_raw_crawls, prune_runs
+from firechunk.run.stages import (
+    RunStart,
+    Written,
+    publish_stage,
+    start_run,
+    validate_stage,
+    write_stage,
+)
+from schemas.changes import ChangeSet
+from schemas.publish import PublishResult
+from schemas.report import ChunkReport
+from schemas.validation import ValidationOutcome
+
+CHANGES_KEY = "rebuild-changes"
+
+
+class RunNotPublished(RuntimeError):
+    """The run failed validation, or `latest` moved to another run while it ran: it is kept
+    in runs/, marked failed or superseded, and was not published."""
+
+    def __init__(self, message: str, result: PublishResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+@task(name="start-run", cache_policy=NO_CACHE)
+def start(data_dir: Path, run_id: str | None, full: bool) -> RunStart:
+    started = start_run(data_dir, run_id, full=full)
+    get_run_logger().info(
+        "run %s in %s; baseline: %s%s",
+        started.run_id,
+        started.run_dir,
+        f"run {started.baseline_id}" if started.baseline_id else "none (no good run yet)",
+        " (full rebuild: its outcomes are not reused)" if full and started.baseline_id else "",
+    )
+    return started
+
+
+@task(name="write-run", cache_policy=NO_CACHE)
+def write(run: RunStart) -> Written:
+    """Assemble and write the run's files and changes.json; put the changes on the dashboard."""
+    written = write_stage(run)
+    changes = written.changes
+    get_run_logger().info(
+        "%s; changes: %d to upsert, %d to delete, pages %d added, %d changed, %d removed",
+        run_summary(written.report),
+        len(changes.upsert),
+        len(changes.delete),
+        len(changes.pages_added),
+        len(changes.pages_changed),
+        len(changes.pages_removed),
+    )
+    create_table_artifact(
+        changes_rows(changes),
+        key=CHANGES_KEY,
+        description="What this run changes for the vector database (changes.json)",
+    )
+    return written
+
+
+@task(name="validate-run", cache_policy=NO_CACHE)
+def validate(run: RunStart) -> ValidationOutcome:
+    """Run the suites; a run that fails them fails this task (`RunNotPublished`)."""
+    outcome = validate_stage(run)
+    if not outcome.success:
+        result = PublishResult(
+            run_id=run.run_id,
+            run_dir=run.run_dir,
+            published=False,
+            latest=Path(run.data_dir or run.run_dir) / LATEST,
+            validation=outcome,
+        )
+        get_run_logger().error(format_result(result))
+        raise RunNotPublished(format_result(result), result)
+    get_run_logger().info(format_outcome(outcome, run.run_dir))
+    return outcome
+
+
+@task(name="publish-run", cache_policy=NO_CACHE)
+def publish(run: RunStart, outcome: ValidationOutcome) -> PublishResult:
+    """Point `latest` at the run; fails if another run was published while this one ran."""
+    result = publish_stage(run, outcome)
+    if not result.published:
+        get_run_logger().error(format_result(result))
+        raise RunNotPublished(format_result(result), result)
+    get_run_logger().info(format_result(result))
+    return result
+
+
+@task(name="prune-old-runs", cache_policy=NO_CACHE)
+def prune_old_runs(data_dir: Path, keep: int, crawl_file: Path | None = None) -> list[str]:
+    """After a run was published: remove finished runs and raw crawls beyond the `keep`
+    newest (`firechunk.retention`), never `crawl_file`'s, the crawl the run was rebuilt
+    from; 0 keeps everything. A removal that fails is logged, not raised: the run is
+    published, and the next run tries again."""
+    logger = get_run_logger()
+    try:
+        runs = prune_runs(Path(data_dir), keep)
+        crawls = prune_raw_crawls(Path(data_dir), keep, spare=crawl_file)
+    except OSError as error:
+        logger.warning("could not remove old runs from %s: %s", data_dir, error)
+        return []
+    for what, removed in (("run", runs), ("raw crawl", crawls)):
+        if removed:
+            logger.info(
+                "removed %d old %s(s), keeping the %d newest: %s",
+                len(removed),
+                what,
+                keep,
+                ", ".join(removed),
+            )
+    return runs + crawls
+
+
+def run_summary(report: ChunkReport) -> str:
+    """One log line with the run's page and chunk counts."""
+    return (
+        f"{report.pages_in} pages in: {report.pages_chunked} chunked, "
+        f"{report.pages_aliased} aliases, {report.pages_quarantined} quarantined -> "
+        f"{report.chunks_out} chunks, {report.duplicate_chunks_dropped} duplicate chunks dropped"
+    )
+
+
+def changes_rows(changes: ChangeSet) -> list[dict[str, str]]:
+    rows = [
+        ("baseline run", changes.baseline or "none: every chunk is an upsert"),
+        ("full rebuild", "yes" if changes.full else "no"),
+        ("pages chunked", changes.pages_rechunked),
+        ("pages reused from the baseline", changes.pages_reused),
+        ("chunk ids to upsert", len(changes.upsert)),
+        ("chunk ids to delete", len(changes.delete)),
+        ("pages added", len(changes.pages_added)),
+        ("pages changed", len(changes.pages_changed)),
+        ("pages removed", len(changes.pages_removed)),
+    ]
+    return [{"measure": name, "value": str(value)} for name, value in rows]
