@@ -192,13 +192,18 @@ def variant(templates: list[dict], number: int) -> dict:
 
 
 def edit(page: dict) -> dict:
-    """A changed page: one sentence added to its first paragraph."""
+    """A changed page: one sentence added to its first paragraph (a paragraph of its own at
+    the end when every line is a heading, list item, quote or table row)."""
     lines = page["markdown"].split("\n")
+    sentence = (
+        f"This paragraph about {page['metadata']['title'].split()[0]} was revised last night."
+    )
     for n, line in enumerate(lines):
         if _LETTER.search(line) and not _LINE_START.match(line).group(0).strip():
-            own = page["metadata"]["title"].split()[0]
-            lines[n] = f"{line} This paragraph about {own} was revised last night."
+            lines[n] = f"{line} {sentence}"
             break
+    else:
+        lines += ["", sentence]
     return {**page, "markdown": "\n".join(lines)}
 
 

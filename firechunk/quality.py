@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from firechunk.chrome import chrome_lines
+from firechunk.run.chrome import chrome_lines
 from firechunk.chunker.cleanup import clean_markdown
 from firechunk.chunker.headings import heading_text
 from firechunk.tokens import TokenCounter

@@ -1,4 +1,4 @@
-"""The fate of a run: its `status.json` on disk, and what `build_and_publish` returns."""
+"""The fate of a run: its `status.json` on disk, and what publishing it returns."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The task runner that chunks pages in parallel: a local process pool, or a Dask cluster.
 
 A flow's own task runner is fixed when the flow is defined, so the runner chosen by a flow
-parameter is built here and entered by `tasks.chunk.chunk_in_parallel` for the chunking
+parameter is built here and entered by `tasks.chunk.on_task_runner` for the chunking
 step only. Chunking is CPU-bound Python, so threads would not help: processes, or Dask
 workers that are processes.
 """

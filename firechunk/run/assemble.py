@@ -1,7 +1,7 @@
 """A chunked crawl becomes a run: one pass over the pages in crawl order, after chunking.
 
-The rules, the same for a run held in memory (`firechunk.run.executors.chunk_crawl`) and a run
-written to its directory (`firechunk.run.stages`); only where the rows go differs (`RowSink`):
+The rules, the same for a run written to its directory (`firechunk.run.stages`) and one held
+in memory (`firechunk.run.memory`); only where the rows go differs (`RowSink`):
 - pages with the same cleaned content are chunked once, under the smallest canonical URL;
   the others become aliases of it (`primaries`);
 - a chunk whose normalised text repeats a chunk kept before it in the run is dropped and

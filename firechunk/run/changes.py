@@ -6,8 +6,9 @@ stayed), is an upsert; an id of the baseline that the run no longer has is a del
 baseline written before change sets existed has no row digests: then every chunk of the
 run is an upsert (never wrong for a database, only more work), and deletes are still exact.
 
-Pages are compared by canonical URL, status and content: a quarantined page has no cleaned
-content, so its raw markdown hash stands for it.
+Pages are compared by canonical URL, status and content (a polars join of this run's pages
+table with the baseline's `pages.parquet`): a quarantined page has no cleaned content, so
+its raw markdown hash stands for it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pyarrow.parquet as pq
+import polars as pl
 
 from firechunk.atomic import write_json
 from firechunk.run.cache import STATE_FILE, read_chunk_rows
@@ -38,12 +39,23 @@ def change_set(
 ) -> ChangeSet:
     """Compare the run's chunk rows and pages with those of `baseline` (id, run dir)."""
     before_rows: dict[str, str | None] = {}
-    before_pages: dict[str, tuple[str, str]] = {}
+    before_pages = _versions(pl.DataFrame(schema=_PAGE_COLUMNS))
     if baseline is not None:
         before_rows = baseline_chunk_rows(baseline[1])
-        before_pages = baseline_pages(baseline[1])
-    after_pages = page_versions(
-        (p.canonical_url or p.url, p.status, p.content_hash, p.raw_hash) for p in pages
+        before_pages = _versions(
+            pl.read_parquet(Path(baseline[1]) / PAGES_PARQUET, columns=list(_PAGE_COLUMNS))
+        )
+    rows = [{column: getattr(page, column) for column in _PAGE_COLUMNS} for page in pages]
+    after_pages = _versions(pl.DataFrame(rows, schema=_PAGE_COLUMNS))
+    joined = after_pages.join(
+        before_pages, on="key", how="full", suffix="_before", maintain_order="left_right"
+    )
+    added = joined.filter(pl.col("key_before").is_null())
+    removed = joined.filter(pl.col("key").is_null())
+    changed = joined.filter(
+        pl.col("key").is_not_null()
+        & pl.col("key_before").is_not_null()
+        & (pl.col("version") != pl.col("version_before"))
     )
     return ChangeSet(
         run_id=run_id,
@@ -54,26 +66,59 @@ def change_set(
         upsert=[cid for cid, sha in chunk_rows.items() if before_rows.get(cid) != sha],
         delete=[cid for cid in before_rows if cid not in chunk_rows],
         pages_added=[
-            PageChange(url=url, status=status, content_hash=content)
-            for url, (status, content, _) in after_pages.items()
-            if url not in before_pages
+            PageChange(url=row["key"], status=row["status"], content_hash=row["content_hash"])
+            for row in added.iter_rows(named=True)
         ],
         pages_changed=[
             PageChange(
-                url=url,
-                status=status,
-                content_hash=content,
-                previous_status=before_pages[url][0],
-                previous_content_hash=before_pages[url][1],
+                url=row["key"],
+                status=row["status"],
+                content_hash=row["content_hash"],
+                previous_status=row["status_before"],
+                previous_content_hash=row["content_hash_before"],
             )
-            for url, (status, content, version) in after_pages.items()
-            if url in before_pages and before_pages[url][2] != version
+            for row in changed.iter_rows(named=True)
         ],
         pages_removed=[
-            PageChange(url=url, previous_status=status, previous_content_hash=content)
-            for url, (status, content, _) in before_pages.items()
-            if url not in after_pages
+            PageChange(
+                url=row["key_before"],
+                previous_status=row["status_before"],
+                previous_content_hash=row["content_hash_before"],
+            )
+            for row in removed.iter_rows(named=True)
         ],
+    )
+
+
+_PAGE_COLUMNS = {
+    "url": pl.String,
+    "canonical_url": pl.String,
+    "status": pl.String,
+    "content_hash": pl.String,
+    "raw_hash": pl.String,
+}
+
+
+def _versions(pages: pl.DataFrame) -> pl.DataFrame:
+    """One row per canonical URL (`key`), in page order: status, content hash, `version`.
+
+    URL variants of one page share its canonical URL: the chunked (or quarantined) record
+    speaks for it, an alias record only when there is no other. The version is what is
+    compared: the content hash, or the raw hash of a quarantined page (which has none).
+    """
+    return (
+        pages.with_columns(
+            key=pl.coalesce(pl.col("canonical_url").replace("", None), pl.col("url")),
+            version=pl.concat_str(
+                pl.col("status"),
+                pl.coalesce(pl.col("content_hash").replace("", None), pl.col("raw_hash")),
+                separator=" ",
+            ),
+            alias=pl.col("status") == "alias",
+        )
+        .sort("alias", maintain_order=True)
+        .unique("key", keep="first", maintain_order=True)
+        .select("key", "status", "content_hash", "version")
     )
 
 
@@ -82,34 +127,12 @@ def write_changes(run_dir: Path, changes: ChangeSet) -> Path:
 
 
 def baseline_chunk_rows(run_dir: Path) -> dict[str, str | None]:
-    """Chunk id -> row digest of a published run (digest None if the run kept none)."""
+    """Chunk id -> row digest of a published run (digest None if its cache is unreadable)."""
     state = Path(run_dir) / STATE_FILE
     if state.is_file():
         try:
             return dict(read_chunk_rows(state))
         except sqlite3.Error:  # damaged: the ids alone, every chunk then an upsert
             pass
-    ids = pq.read_table(Path(run_dir) / CHUNKS_PARQUET, columns=["chunk_id"]).column(0)
-    return dict.fromkeys(ids.to_pylist())
-
-
-def baseline_pages(run_dir: Path) -> dict[str, tuple[str, str, tuple[str, str]]]:
-    columns = ["url", "canonical_url", "status", "content_hash", "raw_hash"]
-    table = pq.read_table(Path(run_dir) / PAGES_PARQUET, columns=columns).to_pydict()
-    return page_versions(
-        (canonical or url, status, content, raw)
-        for url, canonical, status, content, raw in zip(*table.values(), strict=True)
-    )
-
-
-def page_versions(pages) -> dict[str, tuple[str, str, tuple[str, str]]]:
-    """Canonical URL -> (status, content hash, version) from (url, status, content, raw).
-
-    URL variants of one page share its canonical URL: the chunked (or quarantined) record
-    speaks for it, an alias record only when there is no other. The version is what is
-    compared: the content hash, or the raw hash of a quarantined page (which has none).
-    """
-    found: dict[str, tuple[str, str, tuple[str, str]]] = {}
-    for url, status, content, raw in sorted(pages, key=lambda page: page[1] == "alias"):
-        found.setdefault(url, (status, content, (status, content or raw)))
-    return found
+    ids = pl.read_parquet(Path(run_dir) / CHUNKS_PARQUET, columns=["chunk_id"])["chunk_id"]
+    return dict.fromkeys(ids.to_list())

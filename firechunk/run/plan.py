@@ -1,7 +1,7 @@
 """A crawl as the chunker takes it: one input per page, which pages to chunk, in batches.
 
 Pages are numbered in crawl order. A URL that canonicalises to one chunked before it, or
-markdown identical to a page before it, is not chunked again (`AliasPlan`); the rest are
+markdown identical to a page before it, is not chunked again (`plan_pages`); the rest are
 cut into batches of about equal size for the executor (`make_batches`).
 """
 
@@ -12,8 +12,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from firechunk.chrome import chrome_lines
-from firechunk.urls import canonical_url
+from firechunk.run.chrome import chrome_lines
+from firechunk.run.urls import canonical_url
 from schemas.page import CrawlResult
 
 
@@ -23,7 +23,7 @@ class PageInput:
     url: str
     title: str
     markdown: object
-    # The lines of this page that are the site's chrome (`firechunk.chrome`): decided
+    # The lines of this page that are the site's chrome (`firechunk.run.chrome`): decided
     # across the crawl, removed by the page's clean-up.
     chrome: frozenset[str] = frozenset()
 
