@@ -23,9 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from scale import CORPUS_DIR, distinct_pages, variant, write_crawl  # noqa: E402
+
 from firechunk.run.executors import process_pool  # noqa: E402
 from firechunk.run.stages import chunk_stage, start_out_run  # noqa: E402
-from scale import CORPUS_DIR, distinct_pages, variant, write_crawl  # noqa: E402
 
 
 def main() -> int:

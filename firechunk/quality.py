@@ -11,9 +11,9 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from firechunk.run.chrome import chrome_lines
 from firechunk.chunker.cleanup import clean_markdown
 from firechunk.chunker.headings import heading_text
+from firechunk.run.chrome import chrome_lines
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
 from schemas.page import CrawlResult
