@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from mistletoe import block_token, block_tokenizer, span_token, token
 
-from firechunk.chunker.cleanup import closes_fence, opening_fence
 from firechunk.chunker.headings import heading_text
+from firechunk.chunker.syntax import closes_fence, opening_fence
 
 HEADING, PARAGRAPH, CODE, TABLE, LIST, QUOTE, RULE, OTHER = (
     "heading",

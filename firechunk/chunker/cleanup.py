@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from firechunk.chunker.headings import strip_heading_anchors, strip_permalinks
+from firechunk.chunker.syntax import closes_fence, is_atx_heading, opening_fence
 
 RULES = (
     "flattened_code",
@@ -94,8 +95,6 @@ class CleanedPage:
         return "\n".join(self.lines)
 
 
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_ATX = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _LONE_BACKTICKS = ("`", "``", "`\\", "``\\")
 _MARKER_TOKEN = re.compile(r"_\d+\\?")
 _LOADING = re.compile(r"Loading(\.\.\.|…)")
@@ -252,7 +251,7 @@ def _clean_line(
     if options.control_chars and _CONTROL.search(line):
         page.removed["control_chars"].append("".join(_CONTROL_RUN.findall(line)))
         line = raw[i] = _CONTROL_RUN.sub("", line)
-    if _ATX.match(line):  # a heading is never debris of the other rules
+    if is_atx_heading(line):  # a heading is never debris of the other rules
         removed = page.removed["heading_anchors"]
         _keep(page, strip_heading_anchors(line, removed) if options.heading_anchors else line, i)
         return i + 1, None
@@ -278,23 +277,6 @@ def _clean_line(
 def _keep(page: CleanedPage, line: str, index: int) -> None:
     page.lines.append(line)
     page.source_lines.append(index + 1)
-
-
-def opening_fence(line: str) -> str | None:
-    """The fence (```` ``` ```` or ``~~~``, any length) a line opens, if it opens one."""
-    opened = _FENCE_OPEN.match(line)
-    if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
-        return opened.group(1)
-    return None
-
-
-def closes_fence(line: str, fence: str) -> bool:
-    stripped = line.strip()
-    return (
-        len(line) - len(line.lstrip(" ")) <= 3
-        and stripped.startswith(fence)
-        and set(stripped) == {fence[0]}
-    )
 
 
 def _plain_fence(line: str, fence: str, page: CleanedPage) -> str:
@@ -489,7 +471,7 @@ def _head_blocks(lines: list[str]) -> Iterator[tuple[int, int]]:
         if start is not None and _SETEXT_UNDERLINE.fullmatch(line):
             return  # the block being read is a setext heading
         opened = opening_fence(line)
-        heading = _ATX.match(line)
+        heading = is_atx_heading(line)
         if opened or heading or not line.strip():
             if start is not None:
                 yield start, i
@@ -515,7 +497,7 @@ def _tail_blocks(lines: list[str]) -> Iterator[tuple[int, int]]:
         while start and lines[start - 1].strip():
             start -= 1
         run = lines[start:end]
-        if not run or any(opening_fence(line) or _ATX.match(line) for line in run):
+        if not run or any(opening_fence(line) or is_atx_heading(line) for line in run):
             return
         if any(_SETEXT_UNDERLINE.fullmatch(line) for line in run[1:]):
             return

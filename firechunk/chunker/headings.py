@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from firechunk.chunker.syntax import ATX_MARK
+
 # A link's text and target: `[text](target "title")`, the target bare or in <angle brackets>.
 # An escaped `\[` or `\!` is text, never part of a link.
 _LINK_PARTS = (
@@ -23,7 +25,6 @@ _LINK_PARTS = (
 _ANY_LINK = re.compile(r"[^\S\n]*" + _LINK_PARTS + r"[^\S\n]*")
 _ANCHOR_TITLE = re.compile(r"permalink|permanent link|direct link|link to this", re.I)
 _PILCROWS = frozenset("¶§")  # outside headings a `#` link may be a real link
-_ATX_MARK = re.compile(r"^( {0,3}#{1,6})(?:[^\S\n]+|$)")
 _ATX_CLOSE = re.compile(r"[^\S\n]+#+[^\S\n]*$")
 
 
@@ -83,7 +84,7 @@ def _tidy(cleaned: str, original: str) -> str:
     if cleaned == original:
         return original
     indent = original[: len(original) - len(original.lstrip(" "))]
-    marks = _ATX_MARK.match(cleaned)
+    marks = ATX_MARK.match(cleaned)
     if marks:
         return f"{marks.group(1)} {cleaned[marks.end() :].strip()}".rstrip()
     return indent + cleaned.strip()
@@ -106,7 +107,7 @@ def heading_text(source: str) -> str:
     escapes. `source` is the heading's content (an ATX line's `#` marks may be included).
     Code spans and escaped characters are set aside first, so that identifiers
     (`supabase_auth_admin`) and escaped marks (`\\*`) are not read as emphasis."""
-    source = _ATX_MARK.sub("", source, count=1)
+    source = ATX_MARK.sub("", source, count=1)
     if not _MARKUP.search(source):
         return " ".join(source.split())
     kept: list[str] = []
@@ -152,6 +153,6 @@ def heading_lines(text: str) -> frozenset[str]:
     found = set()
     lines = text.splitlines()
     for line, below in zip(lines, lines[1:] + [""], strict=True):
-        if _ATX_MARK.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
+        if ATX_MARK.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
             found.add(_normalise(line))
     return frozenset(found)

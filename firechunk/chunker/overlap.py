@@ -10,17 +10,15 @@ from __future__ import annotations
 import re
 
 from firechunk.chunker.headings import heading_text
+from firechunk.chunker.syntax import ATX_LINE, FENCE_LINE, FENCE_MARKS
 from firechunk.tokens import TokenCounter
 
-_ATX_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]+\S.*$", re.M)
 _SETEXT_LINE = re.compile(r"^(\S.*)\n {0,3}(=+|-+)[ \t]*$", re.M)
 _UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*$", re.M)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # What the line patterns above need somewhere in the text: checked first, it spares a
 # scan of every chunk for headings, underlines or fences that most chunks do not have.
 _UNDERLINE_LINE = re.compile(r"\n {0,3}(=+|-+)[ \t]*$", re.M)
-_FENCES = ("```", "~~~")
 _BLANK_LINES = re.compile(r"\n\s*\n")
 
 
@@ -64,7 +62,7 @@ def _last_heading(text: str) -> str | None:
     heading)."""
     if _UNDERLINE_LINE.search(text):  # rare: setext headings are read with code blanked
         text = _without_code(text)
-        atx = list(_ATX_LINE.finditer(text)) if "#" in text else []
+        atx = list(ATX_LINE.finditer(text)) if "#" in text else []
         candidates = [(m.start(), m.group(0).strip()) for m in atx]
         candidates += [(m.start(), m.group(0).strip()) for m in _SETEXT_LINE.finditer(text)]
         return max(candidates)[1] if candidates else None
@@ -83,7 +81,7 @@ def _last_atx(text: str, spans: list[tuple[int, int]]) -> str | None:
             continue
         end = text.find("\n", position)
         line = text[start : end if end >= 0 else len(text)]
-        if _ATX_LINE.match(line):
+        if ATX_LINE.match(line):
             return line.strip()
         position = start
     return None
@@ -117,7 +115,7 @@ def last_sentence(text: str) -> str:
 
 def _is_heading(block: str) -> bool:
     lines = block.split("\n")
-    return bool(_ATX_LINE.fullmatch(block)) or (
+    return bool(ATX_LINE.fullmatch(block)) or (
         len(lines) >= 2 and bool(_UNDERLINE.fullmatch(lines[-1]))
     )
 
@@ -126,7 +124,7 @@ def _without_fence_lines(text: str) -> str:
     """The text with each fence line emptied (its newline kept)."""
     parts, kept_from = [], 0
     for start, end in _fence_mark_lines(text):
-        if _FENCE_LINE.match(text, start, end):
+        if FENCE_LINE.match(text, start, end):
             parts.append(text[kept_from:start])
             kept_from = end
     parts.append(text[kept_from:])
@@ -134,7 +132,7 @@ def _without_fence_lines(text: str) -> str:
 
 
 def _has_fence(text: str) -> bool:
-    return any(fence in text for fence in _FENCES)
+    return any(fence in text for fence in FENCE_MARKS)
 
 
 def _without_code(text: str) -> str:
@@ -155,7 +153,7 @@ def _code_spans(text: str) -> list[tuple[int, int]]:
     for start, end in _fence_mark_lines(text):
         line = text[start:end]
         if fence is None:
-            opened = _FENCE_LINE.match(line)
+            opened = FENCE_LINE.match(line)
             if opened:
                 fence, code_from = opened.group(1), start
         elif line.strip().startswith(fence) and not line.strip(fence[0]):
@@ -169,7 +167,7 @@ def _code_spans(text: str) -> list[tuple[int, int]]:
 def _fence_mark_lines(text: str) -> list[tuple[int, int]]:
     """(start, end) of each line holding three backticks or tildes, in text order."""
     marks = []
-    for mark in _FENCES:
+    for mark in FENCE_MARKS:
         position = text.find(mark)
         while position >= 0:
             marks.append(position)
