@@ -8,9 +8,9 @@ page's own lines, sliced by the span mistletoe reports, so chunk text stays verb
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mistletoe import block_token, block_tokenizer, span_token, token
 
@@ -41,9 +41,15 @@ _KINDS = {
 }
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Block:
-    """A top-level block: `start`/`end` index the cleaned lines, `end` exclusive."""
+    """A block: `start`/`end` index the lines it was parsed from, `end` exclusive.
+
+    A page's top-level blocks are counted as the page builds them (`counted`): they carry
+    their text and its exact token count. A block parsed inside a list item, a quote or a
+    piece of a section has `text` and `tokens` None: its lines were dedented or cut, so
+    whoever needs its size counts the text it stands for (`text_of`).
+    """
 
     kind: str
     start: int
@@ -52,14 +58,22 @@ class Block:
     title: str = ""  # clean heading text
     fence: str = ""  # opening fence line of fenced code ("```sql")
     items: tuple[int, ...] = ()  # start lines of top-level list items
-    text: str = ""  # its page lines joined, once the page has counted it ("" until then)
-    tokens: int = -1  # exact count of the block's text, once the page has counted it
+    text: str | None = None
+    tokens: int | None = None
+
+
+def counted(blocks: list[Block], lines: list[str], count: Callable[[str], int]) -> list[Block]:
+    """The page's top-level blocks with their text and its exact token count."""
+    result = []
+    for block in blocks:
+        text = "\n".join(lines[block.start : block.end])
+        result.append(replace(block, text=text, tokens=count(text)))
+    return result
 
 
 def text_of(block: Block, lines: list[str]) -> str:
-    """The block's page lines, joined. Only a page's top-level blocks keep their text: a
-    block found inside a list item or quote spans page lines but was parsed dedented."""
-    return block.text or "\n".join(lines[block.start : block.end])
+    """The block's text: its own when counted, else its lines of `lines`, joined."""
+    return block.text if block.text is not None else "\n".join(lines[block.start : block.end])
 
 
 @contextmanager
@@ -229,19 +243,18 @@ def _trim_blank_tail(lines: list[str], start: int, end: int) -> int:
 
 def _make_block(name: str, result, lines: list[str], start: int, end: int, rows) -> Block:
     kind = _KINDS.get(name, OTHER)
-    block = Block(kind=kind, start=start, end=end)
     if name == "Heading":
         level, content, _ = result
-        block.level = level
-        block.title = heading_text(content)
-    elif name == "SetextHeading":
-        block.level = result.level
-        block.title = heading_text(_heading_source(result))
-    elif name == "CodeFence":
-        block.fence = lines[start].strip()
-    elif kind == LIST:
-        block.items = tuple(rows[item[4] - 1] for item in result)  # item: (…, start line)
-    return block
+        return Block(kind, start, end, level=level, title=heading_text(content))
+    if name == "SetextHeading":
+        title = heading_text(_heading_source(result))
+        return Block(kind, start, end, level=result.level, title=title)
+    if name == "CodeFence":
+        return Block(kind, start, end, fence=lines[start].strip())
+    if kind == LIST:
+        items = tuple(rows[item[4] - 1] for item in result)  # item: (…, start line)
+        return Block(kind, start, end, items=items)
+    return Block(kind, start, end)
 
 
 def _heading_source(token) -> str:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from firechunk.chunker import boundaries
-from firechunk.chunker.blocks import HEADING, Block, parse_blocks, text_of
+from firechunk.chunker.blocks import HEADING, Block, counted, parse_blocks, text_of
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
 from firechunk.chunker.joincount import count_joined, count_with_sep, joinable
 from firechunk.chunker.pieces import Count
@@ -72,10 +72,7 @@ def chunk_page(
     options = options or ChunkerOptions()
     text = check_page(markdown, options)
     cleaned = clean_markdown(text, options.cleanup, chrome)
-    blocks = parse_blocks(cleaned.lines)
-    for block in blocks:
-        block.text = "\n".join(cleaned.lines[block.start : block.end])
-        block.tokens = count(block.text)
+    blocks = counted(parse_blocks(cleaned.lines), cleaned.lines, count)
     if not any(block.kind != HEADING for block in blocks):
         raise PageRejected("header-only" if blocks else "empty", "no content besides headings")
     sections = split_sections(blocks)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from firechunk.chunker.blocks import CODE, HEADING, LIST, QUOTE, TABLE, Block, parse_blocks, text_of
 
@@ -51,7 +51,7 @@ def split_block(block: Block, lines: list[str], budget: Budget, count: Count) ->
     """Pieces of `block`, each within budget (but code kept whole, see `Budget`); the
     block itself when it fits."""
     text = text_of(block, lines)
-    tokens = block.tokens if block.tokens >= 0 else count(text)
+    tokens = block.tokens if block.tokens is not None else count(text)
     if tokens <= budget.first or (block.kind == CODE and tokens <= budget.whole_code):
         return [Piece(text, tokens, block.start, block.end)]
     if block.kind == CODE and block.fence:
@@ -202,12 +202,13 @@ def _split_quote(quote: Block, lines: list[str], budget: Budget, count: Count) -
     # The '>' lines between the blocks are the quote's blank lines, text of the page: they
     # go with the block before them, or after them when that one is code (whose fences
     # must stay its first and last lines); between two code blocks, with the joiner.
-    for before, after in zip(inner, inner[1:], strict=False):
+    for i in range(len(inner) - 1):
+        before, after = inner[i], inner[i + 1]
         if before.kind != CODE:
-            before.end = after.start
+            inner[i] = replace(before, end=after.start)
         elif after.kind != CODE:
-            after.start = before.end
-            after.items = (after.start, *after.items[1:]) if after.items else ()
+            items = (before.end, *after.items[1:]) if after.items else ()
+            inner[i + 1] = replace(after, start=before.end, items=items)
     pieces = _split_inner(quote, inner, lines, budget, count)
     firsts = {block.start: block for block in inner}
     for before, piece in zip(pieces, pieces[1:], strict=False):
@@ -248,12 +249,15 @@ def _item_blocks(item: Block, lines: list[str]) -> list[Block]:
 
 def _inner_blocks(start: int, dedented: list[str]) -> list[Block]:
     """Blocks of a container's lines with its markers taken off; spans index the page."""
-    blocks = parse_blocks(dedented)
-    for block in blocks:
-        block.start += start
-        block.end += start
-        block.items = tuple(i + start for i in block.items)
-    return blocks
+    return [
+        replace(
+            block,
+            start=block.start + start,
+            end=block.end + start,
+            items=tuple(i + start for i in block.items),
+        )
+        for block in parse_blocks(dedented)
+    ]
 
 
 _SEPARATORS: tuple[tuple[str, re.Pattern[str]], ...] = (

@@ -8,7 +8,7 @@ never ends a chunk apart from its content.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from firechunk.chunker.blocks import CODE, HEADING, Block, parse_blocks, text_of
 from firechunk.chunker.joincount import count_joined, count_with_sep
@@ -24,7 +24,7 @@ class Limits:
     overlap: int = 100  # at most this many tokens of overlap text
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Unit:
     text: str
     tokens: int
@@ -189,11 +189,14 @@ def _units_of_block(
     for index, piece in enumerate(pieces):
         unit = _unit(piece, path, section.h1_ordinal)
         if index == 0 and lead:
-            unit.text = f"{lead.text}\n\n{unit.text}"
-            unit.tokens += lead_tokens
-            unit.start = lead.start
-            unit.joiner = lead.joiner
-            unit.opens_with_heading = True
+            unit = replace(
+                unit,
+                text=f"{lead.text}\n\n{unit.text}",
+                tokens=unit.tokens + lead_tokens,
+                start=lead.start,
+                joiner=lead.joiner,
+                opens_with_heading=True,
+            )
         units.append(unit)
     return units
 
@@ -209,7 +212,7 @@ def _room_for(
         return False
     if block.kind != CODE:
         return True
-    code_tokens = block.tokens if block.tokens >= 0 else count(text_of(block, lines))
+    code_tokens = block.tokens if block.tokens is not None else count(text_of(block, lines))
     return code_tokens > limits.hard or code_tokens + heading_tokens <= limits.hard
 
 
