@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from mistletoe import block_token, block_tokenizer, span_token, token
 
@@ -41,8 +41,7 @@ _KINDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(NamedTuple):
     """A block: `start`/`end` index the lines it was parsed from, `end` exclusive.
 
     A page's top-level blocks are counted as the page builds them (`counted`): they carry
@@ -67,7 +66,7 @@ def counted(blocks: list[Block], lines: list[str], count: Callable[[str], int]) 
     result = []
     for block in blocks:
         text = "\n".join(lines[block.start : block.end])
-        result.append(replace(block, text=text, tokens=count(text)))
+        result.append(block._replace(text=text, tokens=count(text)))
     return result
 
 

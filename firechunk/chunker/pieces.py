@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from firechunk.chunker.blocks import CODE, HEADING, LIST, QUOTE, TABLE, Block, parse_blocks, text_of
 
@@ -205,10 +205,10 @@ def _split_quote(quote: Block, lines: list[str], budget: Budget, count: Count) -
     for i in range(len(inner) - 1):
         before, after = inner[i], inner[i + 1]
         if before.kind != CODE:
-            inner[i] = replace(before, end=after.start)
+            inner[i] = before._replace(end=after.start)
         elif after.kind != CODE:
             items = (before.end, *after.items[1:]) if after.items else ()
-            inner[i + 1] = replace(after, start=before.end, items=items)
+            inner[i + 1] = after._replace(start=before.end, items=items)
     pieces = _split_inner(quote, inner, lines, budget, count)
     firsts = {block.start: block for block in inner}
     for before, piece in zip(pieces, pieces[1:], strict=False):
@@ -250,8 +250,7 @@ def _item_blocks(item: Block, lines: list[str]) -> list[Block]:
 def _inner_blocks(start: int, dedented: list[str]) -> list[Block]:
     """Blocks of a container's lines with its markers taken off; spans index the page."""
     return [
-        replace(
-            block,
+        block._replace(
             start=block.start + start,
             end=block.end + start,
             items=tuple(i + start for i in block.items),

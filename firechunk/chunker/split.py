@@ -8,7 +8,8 @@ never ends a chunk apart from its content.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from firechunk.chunker.blocks import CODE, HEADING, Block, parse_blocks, text_of
 from firechunk.chunker.joincount import count_joined, count_with_sep
@@ -24,8 +25,7 @@ class Limits:
     overlap: int = 100  # at most this many tokens of overlap text
 
 
-@dataclass(frozen=True, slots=True)
-class Unit:
+class Unit(NamedTuple):
     text: str
     tokens: int
     start: int  # first cleaned line
@@ -189,8 +189,7 @@ def _units_of_block(
     for index, piece in enumerate(pieces):
         unit = _unit(piece, path, section.h1_ordinal)
         if index == 0 and lead:
-            unit = replace(
-                unit,
+            unit = unit._replace(
                 text=f"{lead.text}\n\n{unit.text}",
                 tokens=unit.tokens + lead_tokens,
                 start=lead.start,
