@@ -12,6 +12,7 @@ from collections import Counter
 
 from firechunk.chunker.cleanup import clean_markdown
 from firechunk.chunker.page import ChunkerOptions, PageChunks, chunk_page
+from firechunk.chunker.sizer import Sizer
 from firechunk.chunker.split import Limits
 from firechunk.run.memory import chunk_crawl
 from firechunk.tokens import TokenCounter
@@ -25,8 +26,7 @@ _NOUNS = ("client", "table", "policy", "bucket", "function", "query", "token", "
 _VERBS = ("returns", "stores", "updates", "checks", "signs", "reads", "writes", "lists")
 
 
-def count(text: str) -> int:
-    return COUNTER.count(text)
+count = Sizer(COUNTER)  # counts a text, and joins of counted texts with the shortcut
 
 
 def page(markdown: object, url: str = URL, title: str | None = "Page") -> dict:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from firechunk.chunker.blocks import HEADING, OTHER, Block, parse_blocks
-from firechunk.chunker.pieces import Budget, Count, Piece, split_block, split_text
+from firechunk.chunker.pieces import Budget, Piece, split_block, split_text
+from firechunk.chunker.sizer import Count
 from firechunk.chunker.split import Limits, Unit, estimate, pack_section
 
 Group = list[Unit]

@@ -29,7 +29,7 @@ Rules:
   the list after it, when every item links to a section (`#fragment`) of one page.
 - `rules`: thematic-break lines (`* * *`, `---` standing alone), which carry no words.
 - `step_numbers`: a standalone line holding only a small number (a step badge).
-- `site_chrome`: blocks made of lines the whole crawl repeats (`firechunk.chrome` finds
+- `site_chrome`: blocks made of lines the whole crawl repeats (`firechunk.run.chrome` finds
   them across pages and hands each page its own): navigation, breadcrumbs, footers. A
   block (a paragraph or list run) goes when more than half of its lines are chrome lines
   and it stands where chrome stands: above the page's first heading, or after the page's
@@ -148,7 +148,7 @@ _NOT_LABEL = re.compile(r"[`*_\[\]<>|#:;!?,=/\\]|\.\s|\.$|https?:")
 def clean_markdown(
     markdown: str, options: CleanupOptions | None = None, chrome: frozenset[str] = frozenset()
 ) -> CleanedPage:
-    """`chrome`: the page's lines that the crawl repeats on most pages (`firechunk.chrome`)."""
+    """`chrome`: the page's lines that the crawl repeats on most pages (`firechunk.run.chrome`)."""
     options = options or CleanupOptions()
     text = markdown.replace("\r\n", "\n").replace("\r", "\n")
     raw = text.split("\n")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from firechunk.chunker.headings import heading_text
+from firechunk.chunker.sizer import Sizer
 from firechunk.chunker.syntax import ATX_LINE, FENCE_LINE, FENCE_MARKS
-from firechunk.tokens import TokenCounter
 
 _SETEXT_LINE = re.compile(r"^(\S.*)\n {0,3}(=+|-+)[ \t]*$", re.M)
 _UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
@@ -22,9 +22,7 @@ _UNDERLINE_LINE = re.compile(r"\n {0,3}(=+|-+)[ \t]*$", re.M)
 _BLANK_LINES = re.compile(r"\n\s*\n")
 
 
-def overlap_after(
-    previous_text: str, breadcrumb: list[str], counter: TokenCounter, limit: int
-) -> str:
+def overlap_after(previous_text: str, breadcrumb: list[str], counter: Sizer, limit: int) -> str:
     """The overlap a chunk carries from the chunk before it on its page, whose text and
     breadcrumb (the headings in force at its first line) are given."""
     heading = f"{'#' * min(len(breadcrumb), 6)} {breadcrumb[-1]}" if breadcrumb else None
@@ -32,7 +30,7 @@ def overlap_after(
 
 
 def overlap_text(
-    previous_text: str, heading_in_force: str | None, counter: TokenCounter, limit: int
+    previous_text: str, heading_in_force: str | None, counter: Sizer, limit: int
 ) -> str:
     found = _last_heading(previous_text)
     heading = _heading_line(found) if found else heading_in_force or ""
@@ -180,7 +178,7 @@ def _fence_mark_lines(text: str) -> list[tuple[int, int]]:
     return sorted(lines.items())
 
 
-def _tail_within(text: str, limit: int, counter: TokenCounter) -> str:
+def _tail_within(text: str, limit: int, counter: Sizer) -> str:
     tokens = counter.encode(text)
     if len(tokens) <= limit:
         return text

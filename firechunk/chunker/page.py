@@ -1,7 +1,7 @@
 """One page in, chunk drafts out: clean-up, parse, pass 1, pass 2, pass 3.
 
 Pure and deterministic; ids, duplicates across pages and overlap are the run's business
-(`firechunk.pipeline`), because they need to see every page.
+(`firechunk.run`), because they need to see every page.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from firechunk.chunker import boundaries
 from firechunk.chunker.blocks import HEADING, Block, counted, parse_blocks, text_of
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
-from firechunk.chunker.joincount import count_joined, count_with_sep, joinable
-from firechunk.chunker.pieces import Count
 from firechunk.chunker.sections import HeadingPath, headers_of, split_sections
+from firechunk.chunker.sizer import Count, count_joined, count_with_sep, joinable
 from firechunk.chunker.split import Limits, Unit, build_units, pack_section
 
 MAX_REPACKS = 8  # re-packing converges in one or two rounds; this bounds the worst case
@@ -39,7 +38,7 @@ class DraftChunk:
     breadcrumb: list[str]
     source_lines: tuple[int, int]
     # The overlap text of the chunk after this one on its page ("" for the page's last).
-    # Filled in by `pipeline.chunk_batch`, in the worker: it needs the tokenizer's decoder.
+    # Filled in by `firechunk.run.outcomes.chunk_pages`, in the worker (it decodes tokens).
     overlap: str = ""
 
 
@@ -68,7 +67,7 @@ def chunk_page(
     options: ChunkerOptions | None = None,
     chrome: frozenset[str] = frozenset(),
 ) -> PageChunks:
-    """`chrome`: the page's lines that the crawl shows to be site chrome (`firechunk.chrome`)."""
+    """`chrome`: the page's lines that the crawl shows to be site chrome (`firechunk.run.chrome`)."""
     options = options or ChunkerOptions()
     text = check_page(markdown, options)
     cleaned = clean_markdown(text, options.cleanup, chrome)

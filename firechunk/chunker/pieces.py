@@ -16,8 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from firechunk.chunker.blocks import CODE, HEADING, LIST, QUOTE, TABLE, Block, parse_blocks, text_of
-
-Count = Callable[[str], int]
+from firechunk.chunker.sizer import Count
 
 
 @dataclass(slots=True)

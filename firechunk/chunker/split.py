@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from firechunk.chunker.blocks import CODE, HEADING, Block, parse_blocks, text_of
-from firechunk.chunker.joincount import count_joined, count_with_sep
-from firechunk.chunker.pieces import Budget, Count, Piece, fill_text, split_block
+from firechunk.chunker.pieces import Budget, Piece, fill_text, split_block
 from firechunk.chunker.sections import HeadingPath, Section
+from firechunk.chunker.sizer import Count, count_joined, count_with_sep
 
 
 @dataclass(frozen=True)

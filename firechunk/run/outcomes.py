@@ -25,6 +25,7 @@ from firechunk.chunker.page import (
     chunk_page,
     content_hash,
 )
+from firechunk.chunker.sizer import Sizer
 from firechunk.run.plan import PageInput
 from firechunk.tokens import TokenCounter
 
@@ -97,28 +98,28 @@ def chunk_pages(
     Runs in a worker: the recounts, overlaps and packing are the bulk of the work after
     chunking itself, and done here they are done in parallel, once per page text.
     """
-    counter = TokenCounter(encoding)
-    return [_outcome(page, counter, options).packed() for page in batch]
+    sizer = Sizer(TokenCounter(encoding))
+    return [_outcome(page, sizer, options).packed() for page in batch]
 
 
-def _outcome(page: PageInput, counter: TokenCounter, options: ChunkerOptions) -> StoredOutcome:
+def _outcome(page: PageInput, sizer: Sizer, options: ChunkerOptions) -> StoredOutcome:
     try:
-        chunks = chunk_page(page.markdown, page.title, counter.count, options, page.chrome)
+        chunks = chunk_page(page.markdown, page.title, sizer, options, page.chrome)
     except PageRejected as rejected:
         return StoredOutcome(page.index, reason=rejected.reason, detail=rejected.detail)
     except Exception as error:  # a parser bug must not sink the run
         detail = f"{type(error).__name__}: {error}"
         return StoredOutcome(page.index, reason="parse-error", detail=detail)
-    return _stored(page.index, chunks, counter, options.limits.overlap)
+    return _stored(page.index, chunks, sizer, options.limits.overlap)
 
 
-def _stored(index: int, page: PageChunks, counter: TokenCounter, overlap: int) -> StoredOutcome:
+def _stored(index: int, page: PageChunks, sizer: Sizer, overlap: int) -> StoredOutcome:
     for draft in page.chunks[:-1]:
-        draft.overlap = overlap_after(draft.text, draft.breadcrumb, counter, overlap)
+        draft.overlap = overlap_after(draft.text, draft.breadcrumb, sizer, overlap)
     return StoredOutcome(
         index=index,
         content_hash=page.content_hash,
-        drafts=[_stored_draft(draft, counter) for draft in page.chunks],
+        drafts=[_stored_draft(draft, sizer) for draft in page.chunks],
         headings=list(page.headings),
         tokens_before=page.tokens_before,
         tokens_after=page.tokens_after,
@@ -127,11 +128,12 @@ def _stored(index: int, page: PageChunks, counter: TokenCounter, overlap: int) -
     )
 
 
-def _stored_draft(draft: DraftChunk, counter: TokenCounter) -> StoredDraft:
-    """The draft as it is, with what its text tells added."""
+def _stored_draft(draft: DraftChunk, sizer: Sizer) -> StoredDraft:
+    """The draft as it is, with what its text tells added (the recount encodes the whole
+    text: it checks the counts the sizer derived)."""
     return StoredDraft(
         **vars(draft),
-        recount=counter.count(draft.text),
+        recount=sizer.count(draft.text),
         text_hash=content_hash(draft.text),
         heading_lines=sorted(heading_lines(draft.text)),
     )
