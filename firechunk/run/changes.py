@@ -65,29 +65,26 @@ def change_set(
         pages_reused=pages_reused,
         upsert=[cid for cid, sha in chunk_rows.items() if before_rows.get(cid) != sha],
         delete=[cid for cid in before_rows if cid not in chunk_rows],
-        pages_added=[
-            PageChange(url=row["key"], status=row["status"], content_hash=row["content_hash"])
-            for row in added.iter_rows(named=True)
-        ],
-        pages_changed=[
-            PageChange(
-                url=row["key"],
-                status=row["status"],
-                content_hash=row["content_hash"],
-                previous_status=row["status_before"],
-                previous_content_hash=row["content_hash_before"],
-            )
-            for row in changed.iter_rows(named=True)
-        ],
-        pages_removed=[
-            PageChange(
-                url=row["key_before"],
-                previous_status=row["status_before"],
-                previous_content_hash=row["content_hash_before"],
-            )
-            for row in removed.iter_rows(named=True)
-        ],
+        pages_added=_page_changes(added, before=False),
+        pages_changed=_page_changes(changed),
+        pages_removed=_page_changes(removed, now=False),
     )
+
+
+def _page_changes(
+    joined: pl.DataFrame, *, now: bool = True, before: bool = True
+) -> list[PageChange]:
+    """The pages of `joined`, with this run's side (`now`) and the baseline's (`before`)."""
+    return [
+        PageChange(
+            url=row["key"] if now else row["key_before"],
+            status=row["status"] if now else None,
+            content_hash=row["content_hash"] if now else None,
+            previous_status=row["status_before"] if before else None,
+            previous_content_hash=row["content_hash_before"] if before else None,
+        )
+        for row in joined.iter_rows(named=True)
+    ]
 
 
 _PAGE_COLUMNS = {
