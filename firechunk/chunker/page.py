@@ -67,7 +67,7 @@ def chunk_page(
     options: ChunkerOptions | None = None,
     chrome: frozenset[str] = frozenset(),
 ) -> PageChunks:
-    """`chrome`: the page's lines that the crawl shows to be site chrome (`firechunk.run.chrome`)."""
+    """`chrome`: the page's lines that the crawl shows to be chrome (`firechunk.run.chrome`)."""
     options = options or ChunkerOptions()
     text = check_page(markdown, options)
     cleaned = clean_markdown(text, options.cleanup, chrome)
