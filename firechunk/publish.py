@@ -1,4 +1,4 @@
-"""Write, validate and publish a run: only a run that passed validation becomes `latest`.
+"""Publish a validated run: only a run that passed validation becomes `latest`.
 
 Layout under the data root:
 
