@@ -1,6 +1,6 @@
 """`changes.json`: what a vector database must do to go from the last good run to this one.
 
-Written into every run directory by the rebuild. Apply `delete` and `upsert` (the rows are
+Written into every run directory by the write stage. Apply `delete` and `upsert` (the rows are
 in this run's `chunks.parquet` / `chunks.json`) to a database that holds the run named
 `baseline`, and it holds this run. With `baseline` null there was no good run to compare
 with: every chunk of the run is in `upsert` and nothing is deleted.

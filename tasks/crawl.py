@@ -30,9 +30,7 @@ from firechunk.crawl.errors import (
     StartOutcomeUnknownError,
     TargetMismatchError,
 )
-from firechunk.crawlfile import read_crawl
 from schemas.job import ApiVersion, CrawlTarget
-from schemas.page import CrawlResult
 
 API_KEY_ENV = "FIRECRAWL_API_KEY"
 DEFAULT_SECRET_BLOCK = "firecrawl-api-key"
@@ -102,11 +100,3 @@ def crawl_site(
     )
     logger.info("crawl %s: %d pages in %s", outcome.name, outcome.pages, outcome.crawl_file)
     return outcome
-
-
-@task(name="load-crawl", cache_policy=NO_CACHE)
-def load_crawl(crawl_file: Path) -> CrawlResult:
-    """Read a saved crawl (Firecrawl's result shape): a replay needs no network and no key."""
-    crawl = read_crawl(crawl_file)
-    get_run_logger().info("%d pages read from %s", len(crawl.data), crawl_file)
-    return crawl
