@@ -14,9 +14,13 @@ from firechunk.chunker.blocks import (
     QUOTE,
     RULE,
     TABLE,
+    count_block,
     parse_blocks,
 )
 from firechunk.chunker.headings import heading_text
+from firechunk.chunker.pieces import Piece
+from firechunk.chunker.split import Unit
+from tests.chunk_helpers import count
 
 PAGE = """# Title
 
@@ -87,6 +91,29 @@ def test_every_non_blank_line_belongs_to_exactly_one_block():
             owners[i] += 1
     assert all(owners[i] == 1 for i, line in enumerate(lines) if line.strip())
     assert all(n <= 1 for n in owners)
+
+
+def test_a_counted_block_is_its_parsed_block_with_its_text_and_exact_count():
+    lines = PAGE.split("\n")
+    for parsed in parse_blocks(lines):
+        block = count_block(parsed, lines, count)
+        assert block[: len(parsed)] == parsed
+        assert block.text == "\n".join(lines[parsed.start : parsed.end])
+        assert block.tokens == count(block.text)
+
+
+def test_blocks_and_what_packing_builds_from_them_are_immutable():
+    lines = PAGE.split("\n")
+    parsed = parse_blocks(lines)[0]
+    values = [
+        parsed,
+        count_block(parsed, lines, count),
+        Piece("text", 1, 0, 1),
+        Unit("text", 1, 0, 1, (), 0),
+    ]
+    for value in values:
+        with pytest.raises(AttributeError):
+            value.start = 5
 
 
 def test_blank_lines_after_a_block_are_not_part_of_it():

@@ -6,11 +6,11 @@ from __future__ import annotations
 from firechunk.chunker.overlap import last_sentence, overlap_text
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
-from tests.chunk_helpers import COUNTER, URL, count, page, run_markdown, run_pages, sentences
+from tests.chunk_helpers import URL, count, page, run_markdown, run_pages, sentences
 
 
 def overlap(previous: str, heading: str | None = None, limit: int = 100) -> str:
-    return overlap_text(previous, heading, COUNTER, limit)
+    return overlap_text(previous, heading, count, limit)
 
 
 def test_first_chunk_of_a_page_has_no_overlap_and_later_ones_link_back():

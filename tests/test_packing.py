@@ -11,6 +11,8 @@ import pytest
 
 from firechunk.chunker.blocks import CODE, LIST, TABLE, parse_blocks
 from firechunk.chunker.pieces import Budget, fill_text, furthest, split_block, split_text
+from firechunk.chunker.sizer import Sizer
+from firechunk.tokens import TokenCounter
 from tests.chunk_helpers import (
     chunk_one,
     code_lines,
@@ -428,11 +430,12 @@ def test_a_giant_one_line_page_is_cut_without_recounting_it_piece_by_piece(unit)
     text = unit * (400_000 // len(unit))
     counted: list[int] = []
 
-    def counting(part: str) -> int:
-        counted.append(len(part))
-        return count(part)
+    class CountingCounter(TokenCounter):
+        def count(self, text: str) -> int:
+            counted.append(len(text))
+            return super().count(text)
 
-    pieces = split_text(text, 0, Budget(1000, 1000), counting)
+    pieces = split_text(text, 0, Budget(1000, 1000), Sizer(CountingCounter()))
     assert "".join(piece.text for piece in pieces).replace(" ", "") == text.replace(" ", "")
     assert all(piece.tokens <= 1000 for piece in pieces)
     assert sum(counted) < 40 * len(text)  # characters counted, in all

@@ -3,9 +3,9 @@ headers a chunk reports for its first content line."""
 
 from __future__ import annotations
 
-from firechunk.chunker.blocks import HEADING, parse_blocks
+from firechunk.chunker.blocks import HEADING, count_block, parse_blocks
 from firechunk.chunker.sections import enter_heading, headers_of, split_sections
-from tests.chunk_helpers import chunk_one, sentences
+from tests.chunk_helpers import chunk_one, count, sentences
 
 PAGE = "\n\n".join(
     [
@@ -28,7 +28,7 @@ PAGE = "\n\n".join(
 
 def sections_of(markdown: str):
     lines = markdown.split("\n")
-    return lines, split_sections(parse_blocks(lines))
+    return lines, split_sections([count_block(b, lines, count) for b in parse_blocks(lines)])
 
 
 def test_sections_start_at_every_h1_and_h2_only():

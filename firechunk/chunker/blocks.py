@@ -3,19 +3,25 @@
 Only block structure matters for chunking, so inline parsing is switched off while we
 parse (it is most of mistletoe's time). A block's text is never re-rendered: it is the
 page's own lines, sliced by the span mistletoe reports, so chunk text stays verbatim.
+
+Parsing gives `ParsedBlock`s: kinds and spans. The page turns each of its blocks into a
+`Block` in one step, with its text and token count (`count_block`), and packing works
+with those; blocks parsed inside a list item, a quote or a chunk stay parsed blocks, and
+are counted only where one is cut (`pieces.split_block`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
 from mistletoe import block_token, block_tokenizer, span_token, token
 
 from firechunk.chunker.headings import heading_text
-from firechunk.chunker.syntax import closes_fence, opening_fence
+from firechunk.chunker.sizer import Sizer
+from firechunk.chunker.syntax import MAYBE_FENCE, closes_fence, opening_fence
 
 HEADING, PARAGRAPH, CODE, TABLE, LIST, QUOTE, RULE, OTHER = (
     "heading",
@@ -41,14 +47,9 @@ _KINDS = {
 }
 
 
-class Block(NamedTuple):
-    """A block: `start`/`end` index the lines it was parsed from, `end` exclusive.
-
-    A page's top-level blocks are counted as the page builds them (`counted`): they carry
-    their text and its exact token count. A block parsed inside a list item, a quote or a
-    piece of a section has `text` and `tokens` None: its lines were dedented or cut, so
-    whoever needs its size counts the text it stands for (`text_of`).
-    """
+class ParsedBlock(NamedTuple):
+    """A block as the parser finds it: its kind and the lines it spans (`start`/`end`
+    index the lines it was parsed from, `end` exclusive), with what its kind adds."""
 
     kind: str
     start: int
@@ -57,22 +58,27 @@ class Block(NamedTuple):
     title: str = ""  # clean heading text
     fence: str = ""  # opening fence line of fenced code ("```sql")
     items: tuple[int, ...] = ()  # start lines of top-level list items
-    text: str | None = None
-    tokens: int | None = None
 
 
-def counted(blocks: list[Block], lines: list[str], count: Callable[[str], int]) -> list[Block]:
-    """The page's top-level blocks with their text and its exact token count."""
-    result = []
-    for block in blocks:
-        text = "\n".join(lines[block.start : block.end])
-        result.append(block._replace(text=text, tokens=count(text)))
-    return result
+class Block(NamedTuple):
+    """A parsed block with its text (its lines, joined) and the text's exact token count,
+    both set as it is built (`count_block`): the page's blocks, as packing uses them."""
+
+    kind: str
+    start: int
+    end: int
+    level: int
+    title: str
+    fence: str
+    items: tuple[int, ...]
+    text: str
+    tokens: int
 
 
-def text_of(block: Block, lines: list[str]) -> str:
-    """The block's text: its own when counted, else its lines of `lines`, joined."""
-    return block.text if block.text is not None else "\n".join(lines[block.start : block.end])
+def count_block(block: ParsedBlock, lines: list[str], sizer: Sizer) -> Block:
+    """`block` with its text, from `lines` (the lines it was parsed from), and its count."""
+    text = "\n".join(lines[block.start : block.end])
+    return Block._make((*block, text, sizer.count(text)))
 
 
 @contextmanager
@@ -164,7 +170,7 @@ def _possible_types(skeleton: list[str]) -> list[type]:
     ]
 
 
-def parse_blocks(lines: list[str]) -> list[Block]:
+def parse_blocks(lines: list[str]) -> list[ParsedBlock]:
     """Split markdown lines into top-level blocks covering every non-blank line.
 
     mistletoe's read results are used as they are (kind, line, heading level and text, list
@@ -219,15 +225,11 @@ def _skeleton(lines: list[str]) -> tuple[list[str], list[int]]:
     return [lines[row] + "\n" for row in rows], rows
 
 
-# A line that may open or close fenced code (see `opening_fence` and `closes_fence`).
-_MAYBE_FENCE = re.compile(r"\n[^\S\n]*(?:```|~~~)")
-
-
 def _maybe_fences(lines: list[str]) -> list[int]:
     """Indices of the lines that may open or close fenced code, found in one regex pass."""
     text = "\n" + "\n".join(lines)
     found, line, position = [], -1, 0  # line index = newlines before its start, minus 1
-    for match in _MAYBE_FENCE.finditer(text):
+    for match in MAYBE_FENCE.finditer(text):
         line += text.count("\n", position, match.start() + 1)
         position = match.start() + 1
         found.append(line)
@@ -240,20 +242,20 @@ def _trim_blank_tail(lines: list[str], start: int, end: int) -> int:
     return end
 
 
-def _make_block(name: str, result, lines: list[str], start: int, end: int, rows) -> Block:
+def _make_block(name: str, result, lines: list[str], start: int, end: int, rows) -> ParsedBlock:
     kind = _KINDS.get(name, OTHER)
     if name == "Heading":
         level, content, _ = result
-        return Block(kind, start, end, level=level, title=heading_text(content))
+        return ParsedBlock(kind, start, end, level=level, title=heading_text(content))
     if name == "SetextHeading":
         title = heading_text(_heading_source(result))
-        return Block(kind, start, end, level=result.level, title=title)
+        return ParsedBlock(kind, start, end, level=result.level, title=title)
     if name == "CodeFence":
-        return Block(kind, start, end, fence=lines[start].strip())
+        return ParsedBlock(kind, start, end, fence=lines[start].strip())
     if kind == LIST:
         items = tuple(rows[item[4] - 1] for item in result)  # item: (…, start line)
-        return Block(kind, start, end, items=items)
-    return Block(kind, start, end)
+        return ParsedBlock(kind, start, end, items=items)
+    return ParsedBlock(kind, start, end)
 
 
 def _heading_source(token) -> str:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from firechunk.chunker.blocks import HEADING, OTHER, Block, parse_blocks
+from firechunk.chunker.blocks import HEADING, OTHER, ParsedBlock, parse_blocks
 from firechunk.chunker.pieces import Budget, Piece, split_block, split_text
-from firechunk.chunker.sizer import Count
+from firechunk.chunker.sizer import Sizer
 from firechunk.chunker.split import Limits, Unit, estimate, pack_section
 
 Group = list[Unit]
@@ -81,7 +81,7 @@ def _best_partner(
 
 
 def enforce_hard_limit(
-    groups: list[Group], texts: list[str], tokens: list[int], limits: Limits, count: Count
+    groups: list[Group], texts: list[str], tokens: list[int], limits: Limits, count: Sizer
 ) -> list[Group] | None:
     """Re-pack groups whose exact text is over the hard limit; None when all fit."""
     if all(n <= limits.hard for n in tokens):
@@ -115,7 +115,7 @@ def _trailing_headings(group: Group) -> int:
     return k if k < len(group) else 0
 
 
-def _cut_before_headings(group: Group, limits: Limits, count: Count) -> list[Group]:
+def _cut_before_headings(group: Group, limits: Limits, count: Sizer) -> list[Group]:
     """Headings that close a page and had to join the chunk before them: cut that content
     again with room left for them, so they end a chunk with content, never alone."""
     k = _trailing_headings(group)
@@ -135,7 +135,7 @@ def _cut_before_headings(group: Group, limits: Limits, count: Count) -> list[Gro
     return parts
 
 
-def _lone_block(unit: Unit) -> tuple[str, Block]:
+def _lone_block(unit: Unit) -> tuple[str, ParsedBlock]:
     """The heading lines a unit opens with (its verbatim text up to the block, blank line
     included) and its block, when it holds exactly one besides them; else ("", OTHER)."""
     lines = unit.text.split("\n")
@@ -144,12 +144,12 @@ def _lone_block(unit: Unit) -> tuple[str, Block]:
     while lead < len(blocks) and blocks[lead].kind == HEADING:
         lead += 1
     if len(blocks) - lead != 1:
-        return "", Block(kind=OTHER, start=0, end=len(lines))
+        return "", ParsedBlock(OTHER, 0, len(lines))
     block = blocks[lead]
     return "".join(line + "\n" for line in lines[: block.start]), block
 
 
-def _resplit(unit: Unit, hard: int, count: Count, limit: int) -> list[Unit]:
+def _resplit(unit: Unit, hard: int, count: Sizer, limit: int) -> list[Unit]:
     """Cut a unit again into pieces of `hard` tokens: a lone block (under any stacked
     headings) by its own grain, code re-fenced and tables with their header; anything
     else as text. Code that fits `limit` (the hard limit) stays whole, in a piece of its
@@ -163,15 +163,8 @@ def _resplit(unit: Unit, hard: int, count: Count, limit: int) -> list[Unit]:
         # Code that fits stays whole; a piece of code over the limit may be cut anew.
         whole_code = 0 if unit.refenced else limit
         pieces = split_block(block, lines, Budget(hard - room, hard, whole_code), count)
-        if headings:  # stacked headings stay on top of the block's first piece...
-            text = headings + pieces[0].text
-            tokens = count(text)
-            if tokens <= limit:
-                pieces[0] = Piece(text, tokens, 0, pieces[0].end)
-            else:  # ...unless it is code kept whole that they would push over: apart
-                alone = headings.rstrip("\n")
-                pieces[0].joiner = headings[len(alone) :]
-                pieces.insert(0, Piece(alone, count(alone), 0, block.start))
+        if headings:
+            pieces = _under_headings(headings, block, pieces, count, limit)
         pieces = [
             Piece(p.text, p.tokens, unit.start + p.start, unit.start + p.end, p.joiner)
             for p in pieces
@@ -197,8 +190,26 @@ def _resplit(unit: Unit, hard: int, count: Count, limit: int) -> list[Unit]:
     ]
 
 
+def _under_headings(
+    headings: str, block: ParsedBlock, pieces: list[Piece], count: Sizer, limit: int
+) -> list[Piece]:
+    """The block's pieces with the headings stacked on top of the first; or, when it is
+    code kept whole that they would push over `limit`, the headings as a piece before it."""
+    first, *rest = pieces
+    text = headings + first.text
+    tokens = count(text)
+    if tokens <= limit:
+        return [Piece(text, tokens, 0, first.end), *rest]
+    alone = headings.rstrip("\n")
+    return [
+        Piece(alone, count(alone), 0, block.start),
+        first._replace(joiner=headings[len(alone) :]),
+        *rest,
+    ]
+
+
 def cut_as_text(
-    groups: list[Group], texts: list[str], tokens: list[int], limits: Limits, count: Count
+    groups: list[Group], texts: list[str], tokens: list[int], limits: Limits, count: Sizer
 ) -> list[Group]:
     """Last resort, always within the limit: every group still over it becomes plain-text
     pieces of its joined text."""

@@ -45,7 +45,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from firechunk.chunker.headings import strip_heading_anchors, strip_permalinks
-from firechunk.chunker.syntax import closes_fence, is_atx_heading, opening_fence
+from firechunk.chunker.syntax import (
+    closes_fence,
+    is_atx_heading,
+    is_setext_underline,
+    opening_fence,
+)
 
 RULES = (
     "flattened_code",
@@ -176,7 +181,7 @@ def clean_markdown(
 # (the page is searched with "\n\n" in front, so its first line does too).
 _MAYBE_CHANGED = re.compile(
     r"""\n[^\S\n]*(?:
-        ```|~~~                          # a fence
+        ```|~~~                          # a fence (`syntax.MAYBE_FENCE`'s alternative)
       | \#{1,6}(?=\s|$)                  # heading_anchors (and trailing white space)
       | `{1,2}\\?[^\S\n]*$               # flattened_code: a lone backtick line
       | Loading(?:\.\.\.|…)[^\S\n]*$     # loading
@@ -260,7 +265,7 @@ def _clean_line(
         if consumed:
             return i + consumed, None
     if options.heading_anchors and "](" in line and not line.startswith(("    ", "\t")):
-        setext = i + 1 < len(raw) and _SETEXT_UNDERLINE.fullmatch(raw[i + 1])
+        setext = i + 1 < len(raw) and is_setext_underline(raw[i + 1])
         strip = strip_heading_anchors if setext else strip_permalinks
         line = raw[i] = strip(line, page.removed["heading_anchors"])
         if not line.strip():
@@ -429,7 +434,6 @@ def _drop_debris(
     return True
 
 
-_SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)\s*")
 # A line of nothing but links or images (a list item's bullet allowed): pager links,
 # logos, a trailing screenshot. No prose to tell the end of the content by.
 _LINKS_ONLY = re.compile(r"(?:[-*+]\s+)?(?:!?\[[^\]\n]*\]\([^)\n]*\)\s*)+")
@@ -468,7 +472,7 @@ def _head_blocks(lines: list[str]) -> Iterator[tuple[int, int]]:
         if fence is not None:
             fence = None if closes_fence(line, fence) else fence
             continue
-        if start is not None and _SETEXT_UNDERLINE.fullmatch(line):
+        if start is not None and is_setext_underline(line):
             return  # the block being read is a setext heading
         opened = opening_fence(line)
         heading = is_atx_heading(line)
@@ -499,7 +503,7 @@ def _tail_blocks(lines: list[str]) -> Iterator[tuple[int, int]]:
         run = lines[start:end]
         if not run or any(opening_fence(line) or is_atx_heading(line) for line in run):
             return
-        if any(_SETEXT_UNDERLINE.fullmatch(line) for line in run[1:]):
+        if any(is_setext_underline(line) for line in run[1:]):
             return
         yield start, end
         end = start

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from firechunk.chunker.syntax import ATX_MARK
+from firechunk.chunker.syntax import ATX_MARK, is_atx_heading, is_setext_underline
 
 # A link's text and target: `[text](target "title")`, the target bare or in <angle brackets>.
 # An escaped `\[` or `\!` is text, never part of a link.
@@ -128,7 +128,6 @@ def heading_text(source: str) -> str:
     return " ".join(text.replace("\u200b", " ").split())
 
 
-_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)\s*$")
 _WORD = re.compile(r"\w+")
 
 
@@ -153,6 +152,6 @@ def heading_lines(text: str) -> frozenset[str]:
     found = set()
     lines = text.splitlines()
     for line, below in zip(lines, lines[1:] + [""], strict=True):
-        if ATX_MARK.match(line) or (line.strip() and _SETEXT_UNDERLINE.match(below)):
+        if is_atx_heading(line) or (line.strip() and is_setext_underline(below)):
             found.add(_normalise(line))
     return frozenset(found)

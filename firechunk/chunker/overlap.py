@@ -11,14 +11,22 @@ import re
 
 from firechunk.chunker.headings import heading_text
 from firechunk.chunker.sizer import Sizer
-from firechunk.chunker.syntax import ATX_LINE, FENCE_LINE, FENCE_MARKS
+from firechunk.chunker.syntax import (
+    ATX_LINE,
+    FENCE_LINE,
+    FENCE_MARKS,
+    SETEXT_UNDERLINE,
+    closes_fence_flush,
+    is_setext_underline,
+    opening_fence,
+)
 
-_SETEXT_LINE = re.compile(r"^(\S.*)\n {0,3}(=+|-+)[ \t]*$", re.M)
-_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
+# A setext heading (a title line and its underline) in a text of several lines.
+_SETEXT_LINE = re.compile(r"^(\S.*)\n" + SETEXT_UNDERLINE.pattern + "$", re.M)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-# What the line patterns above need somewhere in the text: checked first, it spares a
-# scan of every chunk for headings, underlines or fences that most chunks do not have.
-_UNDERLINE_LINE = re.compile(r"\n {0,3}(=+|-+)[ \t]*$", re.M)
+# The pre-filter of `_SETEXT_LINE`: an underline anywhere in the text. Checked first, it
+# spares most chunks, which have no setext heading, the slower reading of every line.
+_UNDERLINE_LINE = re.compile(r"\n" + SETEXT_UNDERLINE.pattern + "$", re.M)
 _BLANK_LINES = re.compile(r"\n\s*\n")
 
 
@@ -113,9 +121,7 @@ def last_sentence(text: str) -> str:
 
 def _is_heading(block: str) -> bool:
     lines = block.split("\n")
-    return bool(ATX_LINE.fullmatch(block)) or (
-        len(lines) >= 2 and bool(_UNDERLINE.fullmatch(lines[-1]))
-    )
+    return bool(ATX_LINE.fullmatch(block)) or (len(lines) >= 2 and is_setext_underline(lines[-1]))
 
 
 def _without_fence_lines(text: str) -> str:
@@ -151,10 +157,9 @@ def _code_spans(text: str) -> list[tuple[int, int]]:
     for start, end in _fence_mark_lines(text):
         line = text[start:end]
         if fence is None:
-            opened = FENCE_LINE.match(line)
-            if opened:
-                fence, code_from = opened.group(1), start
-        elif line.strip().startswith(fence) and not line.strip(fence[0]):
+            fence = opening_fence(line)
+            code_from = start
+        elif closes_fence_flush(line, fence):
             spans.append((code_from, end))
             fence = None
     if fence is not None:  # an unclosed fence runs to the end of the text

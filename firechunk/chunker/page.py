@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass, field
 
 from firechunk.chunker import boundaries
-from firechunk.chunker.blocks import HEADING, Block, counted, parse_blocks, text_of
+from firechunk.chunker.blocks import HEADING, Block, count_block, parse_blocks
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
 from firechunk.chunker.sections import HeadingPath, headers_of, split_sections
-from firechunk.chunker.sizer import Count, count_joined, count_with_sep, joinable
+from firechunk.chunker.sizer import Sizer
 from firechunk.chunker.split import Limits, Unit, build_units, pack_section
 
 MAX_REPACKS = 8  # re-packing converges in one or two rounds; this bounds the worst case
@@ -63,7 +63,7 @@ class ChunkerOptions:
 def chunk_page(
     markdown: object,
     title: str,
-    count: Count,
+    count: Sizer,
     options: ChunkerOptions | None = None,
     chrome: frozenset[str] = frozenset(),
 ) -> PageChunks:
@@ -71,7 +71,7 @@ def chunk_page(
     options = options or ChunkerOptions()
     text = check_page(markdown, options)
     cleaned = clean_markdown(text, options.cleanup, chrome)
-    blocks = counted(parse_blocks(cleaned.lines), cleaned.lines, count)
+    blocks = [count_block(block, cleaned.lines, count) for block in parse_blocks(cleaned.lines)]
     if not any(block.kind != HEADING for block in blocks):
         raise PageRejected("header-only" if blocks else "empty", "no content besides headings")
     sections = split_sections(blocks)
@@ -151,7 +151,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalised.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
-def join_units(units: list[Unit], count: Count) -> tuple[str, int]:
+def join_units(units: list[Unit], count: Sizer) -> tuple[str, int]:
     """The chunk text (units in page order, separated as they were in the page) and its
     exact token count."""
     seps = [
@@ -162,41 +162,55 @@ def join_units(units: list[Unit], count: Count) -> tuple[str, int]:
         sep + unit.text for sep, unit in zip(seps, units[1:], strict=True)
     )
     stripped = text.strip("\n")
-    tokens = count_joined([(u.text, u.tokens) for u in units], seps, count)
-    if tokens is None or stripped != text:
-        tokens = count(stripped)
-    return stripped, tokens
+    if stripped != text:  # a unit's text opens or ends with a newline
+        return stripped, count(stripped)
+    return text, count.joined([(unit.text, unit.tokens) for unit in units], seps)
 
 
-def page_tokens(lines: list[str], blocks: list[Block], count: Count) -> int:
-    """Exact tokens of the cleaned page, from the block counts and the blank lines between."""
+def page_tokens(lines: list[str], blocks: list[Block], count: Sizer) -> int:
+    """Exact tokens of the cleaned page, from the counts of its blocks."""
+    if not blocks:
+        return count("\n".join(lines))
+    parts, seps = _page_parts(lines, blocks, count)
+    return count.joined(parts, seps)
+
+
+def _page_parts(
+    lines: list[str], blocks: list[Block], count: Sizer
+) -> tuple[list[tuple[str, int]], list[str]]:
+    """The page as counted parts and the separators that join them back into its text.
+
+    The parts are the blocks' texts, and the text between blocks that no block claims
+    (link definitions above the first block); blank lines between them are separators.
+    Blank lines that open the page follow an empty first part; those that end it go
+    with the last block.
+    """
     parts: list[tuple[str, int]] = []
     seps: list[str] = []
-    sep = ""  # what stands before the next part
-    position = 0
+    position = 0  # the first line that no part or separator holds yet
     for block in blocks:
         gap = "\n".join(lines[position : block.start])
-        if gap.strip():  # text no block claims (a link definition): a part of its own
+        if gap.strip():  # text no block claims: a part of its own
+            if parts:
+                seps.append("\n")
             parts.append((gap, count(gap)))
             seps.append("\n")
-        elif parts:
-            seps.append("\n" + "".join(line + "\n" for line in lines[position : block.start]))
-        elif block.start > 0:
-            sep = gap + "\n"
-        parts.append((text_of(block, lines), block.tokens))
+        elif parts:  # the blank lines, if any, between two blocks
+            seps.append(f"\n{gap}\n" if block.start > position else "\n")
+        elif block.start > 0:  # the blank lines that open the page
+            parts.append(("", 0))
+            seps.append(f"{gap}\n")
+        parts.append((block.text, block.tokens))
         position = block.end
-    tail = "".join("\n" + line for line in lines[position:])
-    total = count_joined(parts, seps, count)
-    if total is None or (tail and not joinable(tail)):
-        return count("\n".join(lines))
-    if tail:  # blank lines at the end of the page
-        last_text, last_tokens = parts[-1]
-        total += count_with_sep(last_text, last_tokens, tail, count) - last_tokens
-    return total + (count(sep) if sep else 0)  # blank lines at the start
+    if position < len(lines):
+        tail = "".join("\n" + line for line in lines[position:])
+        text, tokens = parts[-1]
+        parts[-1] = (text + tail, count.with_sep(text, tokens, tail))
+    return parts, seps
 
 
 def _within_hard_limit(
-    groups: list[list[Unit]], limits: Limits, count: Count
+    groups: list[list[Unit]], limits: Limits, count: Sizer
 ) -> tuple[list[list[Unit]], list[str], list[int]]:
     """Groups whose exact text is within the hard limit, with their texts and counts:
     re-packed tighter where the estimate was wrong, and as a last resort cut as text."""
@@ -212,7 +226,7 @@ def _within_hard_limit(
     return groups, *_join_groups(groups, count)
 
 
-def _join_groups(groups: list[list[Unit]], count: Count) -> tuple[list[str], list[int]]:
+def _join_groups(groups: list[list[Unit]], count: Sizer) -> tuple[list[str], list[int]]:
     joined = [join_units(group, count) for group in groups]
     return [text for text, _ in joined], [tokens for _, tokens in joined]
 

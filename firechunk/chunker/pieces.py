@@ -13,14 +13,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from firechunk.chunker.blocks import CODE, HEADING, LIST, QUOTE, TABLE, Block, parse_blocks, text_of
-from firechunk.chunker.sizer import Count
+from firechunk.chunker.blocks import (
+    CODE,
+    HEADING,
+    LIST,
+    QUOTE,
+    TABLE,
+    Block,
+    ParsedBlock,
+    count_block,
+    parse_blocks,
+)
+from firechunk.chunker.sizer import Sizer
+from firechunk.chunker.syntax import SETEXT_UNDERLINE
 
 
-@dataclass(slots=True)
-class Piece:
+class Piece(NamedTuple):
+    """A piece of a block (or of text), within its budget, with its exact token count."""
+
     text: str
     tokens: int
     start: int  # first line (index into the cleaned lines)
@@ -29,8 +41,9 @@ class Piece:
     refenced: bool = False  # a piece of code over the limit: it may be cut at other lines
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(NamedTuple):
+    """Tokens the pieces of a block may hold: the first piece, and each one after it."""
+
     first: int
     rest: int
     # Code blocks up to this size (the hard limit) are never cut, even past the budget:
@@ -46,13 +59,17 @@ class Budget:
         return Budget(self.at(index), self.rest, self.whole_code)
 
 
-def split_block(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
-    """Pieces of `block`, each within budget (but code kept whole, see `Budget`); the
-    block itself when it fits."""
-    text = text_of(block, lines)
-    tokens = block.tokens if block.tokens is not None else count(text)
+def split_block(block: ParsedBlock, lines: list[str], budget: Budget, count: Sizer) -> list[Piece]:
+    """Pieces of `block`, parsed from `lines`, each within budget (but code kept whole,
+    see `Budget`); the block itself when it fits."""
+    return split_counted(count_block(block, lines, count), lines, budget, count)
+
+
+def split_counted(block: Block, lines: list[str], budget: Budget, count: Sizer) -> list[Piece]:
+    """`split_block` for a block counted already."""
+    tokens = block.tokens
     if tokens <= budget.first or (block.kind == CODE and tokens <= budget.whole_code):
-        return [Piece(text, tokens, block.start, block.end)]
+        return [Piece(block.text, tokens, block.start, block.end)]
     if block.kind == CODE and block.fence:
         return _split_fenced(block, lines, budget, count)
     if block.kind == TABLE:
@@ -61,10 +78,10 @@ def split_block(block: Block, lines: list[str], budget: Budget, count: Count) ->
         return _split_list(block, lines, budget, count)
     if block.kind == QUOTE:
         return _split_quote(block, lines, budget, count)
-    return split_text(text, block.start, budget, count)
+    return split_text(block.text, block.start, budget, count)
 
 
-def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Sizer) -> list[Piece]:
     opener = lines[block.start]
     closer = lines[block.end - 1]
     frame = count(f"{opener}\n\n{closer}")
@@ -75,8 +92,7 @@ def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Count) 
 
     body = list(range(block.start + 1, block.end - 1))
     if not body or frame > budget.rest // 2:  # junk: fence lines that fill a chunk alone
-        text = "\n".join(lines[block.start : block.end])
-        return split_text(text, block.start, budget, count)
+        return split_text(block.text, block.start, budget, count)
     groups = _group_lines(body, lines, lambda i: budget.at(i) - frame, count, prefer_blank=True)
     pieces: list[Piece] = []
     for group in groups:
@@ -86,19 +102,23 @@ def _split_fenced(block: Block, lines: list[str], budget: Budget, count: Count) 
             pieces.append(Piece(text, count(text), group[0], group[-1] + 1, joiner, True))
     # The fence lines are the block's own: its first piece starts at the opening fence and
     # its last ends at the closing one (source lines, and the separator to the next block).
-    pieces[0].start, pieces[-1].end = block.start, block.end
+    pieces[0] = pieces[0]._replace(start=block.start)
+    pieces[-1] = pieces[-1]._replace(end=block.end)
     return pieces
 
 
-def _fit_group(group: list[int], lines: list[str], limit: int, count: Count) -> list[str]:
-    """The group's lines as one text, or cut by characters when one line alone is over."""
+def _fit_group(
+    group: list[int], lines: list[str], limit: int, count: Callable[[str], int]
+) -> list[str]:
+    """The group's lines as one text, or cut by characters when one line alone is over
+    (`count` measures the code inside its fences)."""
     text = "\n".join(lines[i] for i in group)
     if count(text) <= limit:
         return [text]
     return [part for part, _, _ in _split_chars(text, Budget(limit, limit), count, 0)]
 
 
-def _split_table(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+def _split_table(block: Block, lines: list[str], budget: Budget, count: Sizer) -> list[Piece]:
     head = lines[block.start : block.start + 2]
     frame = count("\n".join(head)) + 1
     rows = list(range(block.start + 2, block.end))
@@ -119,30 +139,29 @@ def _split_table(block: Block, lines: list[str], budget: Budget, count: Count) -
 
 
 def _long_row(
-    head: list[str], start: int, row: int, lines: list[str], budget: Budget, count: Count
+    head: list[str], start: int, row: int, lines: list[str], budget: Budget, count: Sizer
 ) -> list[Piece]:
     """A row too long for any piece, cut as text. The table's first piece keeps the header
     rows on top; the rest of the row goes without (a part of a cell is no row)."""
     prefix = "\n".join(head)
     room = count(prefix) + 1 if head else 0
-    parts = split_text(lines[row], row, Budget(budget.first - room, budget.rest), count)
-    if head:
-        text = f"{prefix}\n{parts[0].text}"
-        tokens = count(text)
-        if tokens <= budget.first:
-            parts[0] = Piece(text, tokens, start, parts[0].end)
-        else:  # the cut did not leave room after all: the header rows go first, alone
-            parts.insert(0, Piece(prefix, count(prefix), start, start + len(head)))
-            parts[1].joiner = "\n"
-    parts[0].joiner = None if head else "\n\n"
-    return parts
+    first, *rest = split_text(lines[row], row, Budget(budget.first - room, budget.rest), count)
+    if not head:  # a row after the table's first piece: its parts follow as table pieces do
+        return [first._replace(joiner="\n\n"), *rest]
+    text = f"{prefix}\n{first.text}"
+    tokens = count(text)
+    if tokens <= budget.first:
+        return [Piece(text, tokens, start, first.end), *rest]
+    # The cut did not leave room after all: the header rows go first, alone.
+    header = Piece(prefix, count(prefix), start, start + len(head))
+    return [header, first._replace(joiner="\n"), *rest]
 
 
 def _group_lines(
     indices: list[int],
     lines: list[str],
     budget_of: Callable[[int], int],
-    count: Count,
+    count: Sizer,
     *,
     prefer_blank: bool,
 ) -> list[list[int]]:
@@ -171,29 +190,30 @@ def _group_lines(
     return [group for group in groups if any(lines[i].strip() for i in group)] or groups
 
 
-def _split_list(block: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+def _split_list(block: Block, lines: list[str], budget: Budget, count: Sizer) -> list[Piece]:
     bounds = [*block.items, block.end]
     pieces: list[Piece] = []
     for start, end in zip(bounds, bounds[1:], strict=False):
         while end > start + 1 and not lines[end - 1].strip():
             end -= 1
-        item = Block(kind="item", start=start, end=end)
-        item_budget = budget.after(len(pieces))
-        pieces.extend(_split_item(item, lines, item_budget, count))
+        pieces.extend(_split_item(start, end, lines, budget.after(len(pieces)), count))
     return pieces
 
 
-def _split_item(item: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
-    """A list item over budget is cut between the blocks it holds (paragraphs, code, nested
-    lists), each by its own grain: a code block in a step is kept whole, or re-fenced."""
-    text = "\n".join(lines[item.start : item.end])
+def _split_item(
+    start: int, end: int, lines: list[str], budget: Budget, count: Sizer
+) -> list[Piece]:
+    """A list item (its lines `start` to `end`) over budget is cut between the blocks it
+    holds (paragraphs, code, nested lists), each by its own grain: a code block in a step
+    is kept whole, or re-fenced."""
+    text = "\n".join(lines[start:end])
     tokens = count(text)
     if tokens <= budget.first:
-        return [Piece(text, tokens, item.start, item.end)]
-    return _split_inner(item, _item_blocks(item, lines), lines, budget, count)
+        return [Piece(text, tokens, start, end)]
+    return _split_inner(start, end, _item_blocks(start, end, lines), lines, budget, count)
 
 
-def _split_quote(quote: Block, lines: list[str], budget: Budget, count: Count) -> list[Piece]:
+def _split_quote(quote: Block, lines: list[str], budget: Budget, count: Sizer) -> list[Piece]:
     """A block quote (a callout) over budget is cut like a list item, between the blocks it
     holds; every line keeps its '>' marker, so a code piece is re-fenced inside the quote."""
     own = [_QUOTE_MARKER.sub("", line) for line in lines[quote.start : quote.end]]
@@ -208,23 +228,31 @@ def _split_quote(quote: Block, lines: list[str], budget: Budget, count: Count) -
         elif after.kind != CODE:
             items = (before.end, *after.items[1:]) if after.items else ()
             inner[i + 1] = after._replace(start=before.end, items=items)
-    pieces = _split_inner(quote, inner, lines, budget, count)
-    firsts = {block.start: block for block in inner}
+    pieces = _split_inner(quote.start, quote.end, inner, lines, budget, count)
+    firsts = {block.start for block in inner}
+    joined = pieces[:1]
     for before, piece in zip(pieces, pieces[1:], strict=False):
         if piece.joiner is None and piece.start in firsts and piece.start > before.end:
-            piece.joiner = "\n" + "\n".join(lines[before.end : piece.start]) + "\n"
-    return pieces
+            piece = piece._replace(joiner="\n" + "\n".join(lines[before.end : piece.start]) + "\n")
+        joined.append(piece)
+    return joined
 
 
 _QUOTE_MARKER = re.compile(r"^ {0,3}> ?")
 
 
 def _split_inner(
-    outer: Block, inner: list[Block], lines: list[str], budget: Budget, count: Count
+    start: int,
+    end: int,
+    inner: list[ParsedBlock],
+    lines: list[str],
+    budget: Budget,
+    count: Sizer,
 ) -> list[Piece]:
+    """A container's lines (`start` to `end`) cut between the blocks it holds, `inner`;
+    as text when it holds a single block that is not code."""
     if len(inner) <= 1 and not any(block.kind == CODE for block in inner):
-        text = "\n".join(lines[outer.start : outer.end])
-        return split_text(text, outer.start, budget, count)
+        return split_text("\n".join(lines[start:end]), start, budget, count)
     pieces: list[Piece] = []
     for block in inner:
         pieces.extend(split_block(block, lines, budget.after(len(pieces)), count))
@@ -234,20 +262,21 @@ def _split_inner(
 _ITEM_MARKER = re.compile(r"^(\s*(?:[-+*]|\d{1,9}[.)]))( {1,4})(?=\S)")
 
 
-def _item_blocks(item: Block, lines: list[str]) -> list[Block]:
+def _item_blocks(start: int, end: int, lines: list[str]) -> list[ParsedBlock]:
     """The blocks inside a list item, found by parsing its lines with the item's marker
     and indentation taken off; their spans index the page lines."""
-    marker = _ITEM_MARKER.match(lines[item.start])
+    marker = _ITEM_MARKER.match(lines[start])
     width = len(marker.group(0)) if marker else 0
-    own = lines[item.start : item.end]
+    own = lines[start:end]
     dedented = [own[0][width:]] + [
         line[min(width, len(line) - len(line.lstrip(" "))) :] for line in own[1:]
     ]
-    return _inner_blocks(item.start, dedented)
+    return _inner_blocks(start, dedented)
 
 
-def _inner_blocks(start: int, dedented: list[str]) -> list[Block]:
-    """Blocks of a container's lines with its markers taken off; spans index the page."""
+def _inner_blocks(start: int, dedented: list[str]) -> list[ParsedBlock]:
+    """Blocks of a container's lines (from page line `start`) with its markers taken off;
+    their spans index the page."""
     return [
         block._replace(
             start=block.start + start,
@@ -266,7 +295,7 @@ _SEPARATORS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-def split_text(text: str, first_line: int, budget: Budget, count: Count) -> list[Piece]:
+def split_text(text: str, first_line: int, budget: Budget, count: Sizer) -> list[Piece]:
     """Split prose at the coarsest separator that works, packing parts up to the budget."""
     parts = _split_parts(text, 0, budget, count)
     pieces: list[Piece] = []
@@ -279,7 +308,7 @@ def split_text(text: str, first_line: int, budget: Budget, count: Count) -> list
 
 
 def _split_parts(
-    text: str, level: int, budget: Budget, count: Count, done: int = 0
+    text: str, level: int, budget: Budget, count: Sizer, done: int = 0
 ) -> list[tuple[str, int, str]]:
     """(part, char offset in text, joiner) triples; `done` = pieces already emitted."""
     if level == len(_SEPARATORS):
@@ -336,7 +365,9 @@ def _spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
     return spans or [(0, len(text))]
 
 
-def _split_chars(text: str, budget: Budget, count: Count, done: int) -> list[tuple[str, int, str]]:
+def _split_chars(
+    text: str, budget: Budget, count: Callable[[str], int], done: int
+) -> list[tuple[str, int, str]]:
     """Last resort for a 'word' over budget (a long URL, base64): cut by characters."""
     out, position = [], 0
     while position < len(text):
@@ -353,14 +384,14 @@ def _split_chars(text: str, budget: Budget, count: Count, done: int) -> list[tup
 
 # A word, with a heading marker before it and a setext underline after it: a cut there
 # would leave a lone '#', or a title line that no longer reads as a heading.
-_WORD = re.compile(r"(?:#{1,6}[ \t]+)?\S+(?:\n {0,3}(?:=+|-+)[ \t]*(?=\n|$))?")
+_WORD = re.compile(r"(?:#{1,6}[ \t]+)?\S+(?:\n" + SETEXT_UNDERLINE.pattern + r"(?=\n|$))?")
 
 
 def fill_text(
     text: str,
     first_line: int,
     limit: int,
-    count: Count,
+    count: Sizer,
     *,
     from_end: bool = False,
     text_first: bool = False,

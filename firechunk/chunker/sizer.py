@@ -1,10 +1,13 @@
-"""How the chunker measures text: one `Sizer` for packing and overlap alike.
+"""How the chunker measures text: one `Sizer`, for packing and overlap alike.
 
-A `Sizer` counts a text (call it), counts a join of texts already counted
-(`count_joined`, `count_with_sep`) and encodes and decodes (overlap cuts a sentence to a
-number of tokens). Every pass takes one and nothing else reaches for a tokenizer.
+Every pass that needs a size takes a `Sizer` and nothing else reaches for a tokenizer:
 
-Exact token counts of joined texts without encoding them a second time:
+    sizer(text)                       tokens of a text (also `sizer.count(text)`)
+    sizer.joined(parts, seps)         tokens of counted parts joined by separators
+    sizer.with_sep(text, tokens, sep) tokens of a counted text with a separator after it
+    sizer.encode(text), sizer.decode(ids)   token ids (overlap cuts a sentence to a budget)
+
+Counting a join from its parts' counts (the join shortcut):
 
 tiktoken first cuts text into pre-tokens with a regex, then applies BPE inside each
 pre-token, so a count is the sum over pre-tokens. No cl100k pre-token runs past a
@@ -20,61 +23,86 @@ change: nothing after a letter or digit, the closing run of punctuation otherwis
 counts of a few characters, mostly cached, replace a pass over the whole text. The
 chunker counts every block once and derives chunk and page counts from these; the tests
 recount every chunk to hold this to account.
-
-The identity is derived from cl100k_base's pre-tokenizer, so the shortcut is taken for
-that encoding only (`EXACT_JOIN_ENCODINGS`). Others differ where it matters: r50k/p50k
-(GPT-2) split `\n\n` before a word into two pre-tokens, and o200k's punctuation
-pre-token runs on through newlines into a following `/`. For them, and for a bare count
-function whose encoding is unknown, every join is counted as text: slower, never wrong.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import lru_cache
 
 from firechunk.tokens import TokenCounter
 
-Count = Callable[[str], int]  # a `Sizer`, or any function that counts a text's tokens
+# The encodings whose pre-tokenizer the identity above is derived from and holds for.
 EXACT_JOIN_ENCODINGS = frozenset({"cl100k_base"})
 
 
 class Sizer:
-    """Counts, encodes and decodes with one tiktoken encoding; knows whether the join
-    shortcut is exact for it. Called with a text, it returns the text's token count."""
+    """Counts, encodes and decodes text in one tiktoken encoding; counts joins of texts
+    already counted without counting the joined text where that is exact.
+
+    The join shortcut (`joined`, `with_sep`) is exact for cl100k_base, the one encoding
+    in `EXACT_JOIN_ENCODINGS`, and is taken only there, and only when the separators are
+    white space ending in a newline and every part after the first starts with a line
+    that is not blank (the identity's conditions, module docstring); a part that ends in
+    white space is counted with the separator after it. Otherwise, and for every other
+    encoding, the joined text is built and counted whole: slower, never wrong.
+    Other encodings differ where it matters: r50k/p50k (GPT-2) split `\\n\\n` before a
+    word into two pre-tokens, and o200k's punctuation pre-token runs on through newlines
+    into a following `/`.
+    """
 
     def __init__(self, counter: TokenCounter) -> None:
         self.encoding = counter.encoding_name
         self.exact_joins = counter.encoding_name in EXACT_JOIN_ENCODINGS
-        self._encode_ordinary = counter.encode
-        self.encode, self.decode, self.count = counter.encode, counter.decode, counter.count
+        self.count = counter.count
+        self.encode = counter.encode
+        self.decode = counter.decode
 
     def __call__(self, text: str) -> int:
-        return len(self._encode_ordinary(text))
+        return self.count(text)
 
+    def joined(self, parts: list[tuple[str, int]], seps: list[str]) -> int:
+        """Tokens of parts[0] + seps[0] + parts[1] + …, each part a (text, tokens) pair."""
+        if not self._exact_for(parts, seps):
+            return self.count(_join(parts, seps))
+        total = parts[-1][1]
+        for (text, tokens), sep in zip(parts[:-1], seps, strict=True):
+            total += self._with_joinable_sep(text, tokens, sep)
+        return total
 
-def _exact_joins(count: Count) -> bool:
-    return getattr(count, "exact_joins", False)
+    def with_sep(self, text: str, tokens: int, sep: str) -> int:
+        """Tokens of `text + sep`, given `tokens`, the count of `text`."""
+        if not (self.exact_joins and joinable(sep)):
+            return self.count(text + sep)
+        return self._with_joinable_sep(text, tokens, sep)
+
+    def _exact_for(self, parts: list[tuple[str, int]], seps: list[str]) -> bool:
+        """Whether the shortcut is exact for this join (see the class docstring)."""
+        return (
+            self.exact_joins
+            and all(joinable(sep) for sep in seps)
+            and all(_starts_with_text(text) for text, _ in parts[1:])
+        )
+
+    def _with_joinable_sep(self, text: str, tokens: int, sep: str) -> int:
+        tail = "" if text[-1:].isalnum() else _tail(text)  # the common case first
+        if tail is None:  # ends in white space: no short cut
+            return self.count(text + sep)
+        return tokens + _delta(self, tail, sep)
 
 
 def joinable(sep: str) -> bool:
-    """Separators for which the identity above holds."""
+    """Separators for which the identity holds: white space ending in a newline."""
     return sep.endswith("\n") and not sep.strip()
 
 
-def count_with_sep(text: str, tokens: int, sep: str, count: Count) -> int:
-    """Tokens of `text + sep`, given `tokens` = count(text) and a joinable `sep`."""
-    if not _exact_joins(count):
-        return count(text + sep)
-    tail = "" if text[-1:].isalnum() else _tail(text)  # the common case first
-    if tail is None:  # ends in white space: no short cut
-        return count(text + sep)
-    return tokens + _delta(count, tail, sep)
-
-
 @lru_cache(maxsize=4096)
-def _delta(count: Count, tail: str, sep: str) -> int:
-    return count(tail + sep) - count(tail)
+def _delta(sizer: Sizer, tail: str, sep: str) -> int:
+    """What `sep` adds to a text ending in `tail`."""
+    return sizer.count(tail + sep) - sizer.count(tail)
+
+
+def _join(parts: list[tuple[str, int]], seps: list[str]) -> str:
+    return parts[0][0] + "".join(sep + text for sep, (text, _) in zip(seps, parts[1:], strict=True))
 
 
 def _starts_with_text(text: str) -> bool:
@@ -102,16 +130,3 @@ def _tail(text: str) -> str | None:
     elif start >= 1 and text[start - 1].isspace():
         return text[text.rfind("\n", 0, start) + 1 :]  # after odd white space: the line
     return text[start:]
-
-
-def count_joined(parts: list[tuple[str, int]], seps: list[str], count: Count) -> int | None:
-    """Tokens of parts[0] + seps[0] + parts[1] + …, or None when a separator is not joinable
-    (the caller then counts the joined text itself)."""
-    if not _exact_joins(count) or not all(joinable(sep) for sep in seps):
-        return None
-    if not all(_starts_with_text(text) for text, _ in parts[1:]):
-        return None  # leading white space would run into the separator's pre-token
-    total = parts[-1][1]
-    for (text, tokens), sep in zip(parts, seps, strict=False):
-        total += count_with_sep(text, tokens, sep, count)
-    return total

@@ -11,10 +11,10 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from firechunk.chunker.blocks import CODE, HEADING, Block, parse_blocks, text_of
-from firechunk.chunker.pieces import Budget, Piece, fill_text, split_block
+from firechunk.chunker.blocks import CODE, HEADING, Block, parse_blocks
+from firechunk.chunker.pieces import Budget, Piece, fill_text, split_counted
 from firechunk.chunker.sections import HeadingPath, Section
-from firechunk.chunker.sizer import Count, count_joined, count_with_sep
+from firechunk.chunker.sizer import Sizer
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class Limits:
 
 
 class Unit(NamedTuple):
+    """What a chunk is packed from, with its text's exact token count."""
+
     text: str
     tokens: int
     start: int  # first cleaned line
@@ -38,8 +40,7 @@ class Unit(NamedTuple):
     refenced: bool = False  # a piece of code over the limit (see `Piece`)
 
 
-@dataclass(frozen=True)
-class _Heading:
+class _Heading(NamedTuple):
     """A heading waiting for content, with the path and H1 section it opens."""
 
     block: Block
@@ -48,7 +49,7 @@ class _Heading:
 
 
 def build_units(
-    sections: list[Section], lines: list[str], limits: Limits, count: Count
+    sections: list[Section], lines: list[str], limits: Limits, count: Sizer
 ) -> list[Unit]:
     """Units of the whole page; heading runs stack onto the next content, across sections."""
     units: list[Unit] = []
@@ -60,31 +61,28 @@ def build_units(
                 continue
             lead: Piece | None = None
             if run:
-                lead, before = _lead_headings(run, block, lines, limits, count, bool(units))
+                lead, before = _lead_headings(run, block, limits, count, bool(units))
                 units.extend(before)
             units.extend(_units_of_block(block, path, section, lead, lines, limits, count))
             run = []
     if run:
-        units.extend(_trailing_headings(run, lines, limits, count))
+        units.extend(_trailing_headings(run, limits, count))
     return units
 
 
-def _run_text(run: list[_Heading], lines: list[str], count: Count) -> Piece:
+def _run_text(run: list[_Heading], count: Sizer) -> Piece:
     """A run of headings with no content between them, as one piece of text."""
-    parts = [(text_of(h.block, lines), h.block.tokens) for h in run]
-    parts = [(text, tokens if tokens >= 0 else count(text)) for text, tokens in parts]
+    parts = [(h.block.text, h.block.tokens) for h in run]
     text = "\n\n".join(part for part, _ in parts)
-    tokens = count_joined(parts, ["\n\n"] * (len(parts) - 1), count)
-    tokens = count(text) if tokens is None else tokens
+    tokens = count.joined(parts, ["\n\n"] * (len(parts) - 1))
     return Piece(text, tokens, run[0].block.start, run[-1].block.end)
 
 
 def _lead_headings(
     run: list[_Heading],
     block: Block,
-    lines: list[str],
     limits: Limits,
-    count: Count,
+    count: Sizer,
     after_content: bool,
 ) -> tuple[Piece | None, list[Unit]]:
     """The headings to stack onto `block` (None for none), and units of the headings that
@@ -94,12 +92,12 @@ def _lead_headings(
     them stacks onto the block. When that rest cannot, they are cut from the end
     instead, like headings that close a page: full pieces last, and the rest first, to
     join the chunk before (at the page start, holding a word of text besides headings)."""
-    text = _run_text(run, lines, count)
+    text = _run_text(run, count)
     if text.tokens <= limits.hard:
         return text, []
     *full, rest = _cut_run(run, text, limits, count)
-    rest_tokens = count_with_sep(rest.text, rest.tokens, "\n\n", count)
-    if _may_stack(rest, run) and _room_for(block, rest_tokens, lines, limits, count):
+    rest_tokens = count.with_sep(rest.text, rest.tokens, "\n\n")
+    if _may_stack(rest, run) and _room_for(block, rest_tokens, limits):
         return rest, [_cut_unit(piece, run, headings_only=False) for piece in full]
     first, *full = _cut_run(run, text, limits, count, from_end=True, text_first=not after_content)
     return None, [
@@ -109,7 +107,7 @@ def _lead_headings(
 
 
 def _cut_run(
-    run: list[_Heading], text: Piece, limits: Limits, count: Count, **how: bool
+    run: list[_Heading], text: Piece, limits: Limits, count: Sizer, **how: bool
 ) -> list[Piece]:
     """The run's text cut by `fill_text`, each piece with its page lines. (The text puts
     one blank line between headings, the page may have more: lines are mapped back.)"""
@@ -119,9 +117,9 @@ def _cut_run(
             rows.append(heading.block.start - 1)
         rows.extend(range(heading.block.start, heading.block.end))
     pieces = fill_text(text.text, 0, limits.hard, count, **how)
-    for piece in pieces:
-        piece.start, piece.end = rows[piece.start], rows[piece.end - 1] + 1
-    return pieces
+    return [
+        piece._replace(start=rows[piece.start], end=rows[piece.end - 1] + 1) for piece in pieces
+    ]
 
 
 def _may_stack(rest: Piece, run: list[_Heading]) -> bool:
@@ -137,13 +135,11 @@ def _may_stack(rest: Piece, run: list[_Heading]) -> bool:
     return at_heading or rest.start >= run[-1].block.start
 
 
-def _trailing_headings(
-    run: list[_Heading], lines: list[str], limits: Limits, count: Count
-) -> list[Unit]:
+def _trailing_headings(run: list[_Heading], limits: Limits, count: Sizer) -> list[Unit]:
     """Headings that close the page: one headings-only unit, to join the chunk before.
     Longer than a chunk, they are cut as text from the end: full pieces after, what is
     left of them first, to join that chunk."""
-    text = _run_text(run, lines, count)
+    text = _run_text(run, count)
     if text.tokens <= limits.hard:
         last = run[-1]
         return [
@@ -173,36 +169,41 @@ def _units_of_block(
     lead: Piece | None,
     lines: list[str],
     limits: Limits,
-    count: Count,
+    count: Sizer,
 ) -> list[Unit]:
     """The block's units, the `lead` headings stacked on the first when there is room;
     else the headings become a unit of their own before it, to join the chunk before."""
-    lead_tokens = count_with_sep(lead.text, lead.tokens, "\n\n", count) if lead else 0
+    lead_tokens = count.with_sep(lead.text, lead.tokens, "\n\n") if lead else 0
     units: list[Unit] = []
-    if lead and not _room_for(block, lead_tokens, lines, limits, count):
+    if lead and not _room_for(block, lead_tokens, limits):
         units.append(
             _unit(lead, path, section.h1_ordinal, headings_only=True, opens_with_heading=True)
         )
         lead, lead_tokens = None, 0
     budget = Budget(limits.hard - lead_tokens, limits.hard, whole_code=limits.hard)
-    pieces = split_block(block, lines, budget, count)
+    pieces = split_counted(block, lines, budget, count)
+    if lead:
+        pieces[0] = _stacked(lead, lead_tokens, pieces[0])
     for index, piece in enumerate(pieces):
-        unit = _unit(piece, path, section.h1_ordinal)
-        if index == 0 and lead:
-            unit = unit._replace(
-                text=f"{lead.text}\n\n{unit.text}",
-                tokens=unit.tokens + lead_tokens,
-                start=lead.start,
-                joiner=lead.joiner,
-                opens_with_heading=True,
-            )
-        units.append(unit)
+        opens_with_heading = index == 0 and lead is not None
+        units.append(_unit(piece, path, section.h1_ordinal, opens_with_heading=opens_with_heading))
     return units
 
 
-def _room_for(
-    block: Block, heading_tokens: int, lines: list[str], limits: Limits, count: Count
-) -> bool:
+def _stacked(lead: Piece, lead_tokens: int, piece: Piece) -> Piece:
+    """The `lead` headings on top of `piece`, a blank line between; `lead_tokens` counts
+    the headings with that blank line."""
+    return Piece(
+        f"{lead.text}\n\n{piece.text}",
+        piece.tokens + lead_tokens,
+        lead.start,
+        piece.end,
+        lead.joiner,
+        piece.refenced,
+    )
+
+
+def _room_for(block: Block, heading_tokens: int, limits: Limits) -> bool:
     """Whether headings can stack onto this block. They cannot when they leave less than a
     small fragment of room, or when they would force a code block that fits the hard limit
     alone to be cut. (Long headings that stack cut the block's first piece short; left
@@ -211,8 +212,7 @@ def _room_for(
         return False
     if block.kind != CODE:
         return True
-    code_tokens = block.tokens if block.tokens is not None else count(text_of(block, lines))
-    return code_tokens > limits.hard or code_tokens + heading_tokens <= limits.hard
+    return block.tokens > limits.hard or block.tokens + heading_tokens <= limits.hard
 
 
 def _unit(
@@ -231,9 +231,9 @@ def _unit(
         path,
         h1_ordinal,
         piece.joiner,
-        headings_only=headings_only,
-        opens_with_heading=opens_with_heading,
-        refenced=piece.refenced,
+        headings_only,
+        opens_with_heading,
+        piece.refenced,
     )
 
 
