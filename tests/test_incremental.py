@@ -266,7 +266,7 @@ def test_incremental_rebuild_equals_a_full_rebuild_of_the_same_crawl(data_dir, t
     for name in OUTPUT_FILES:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     assert report_of(a) == report_of(b)
-    # ... and the same chunks as the in-memory pipeline (`firechunk chunk`).
+    # ... and the same chunks as the in-memory run (`firechunk.run.memory`).
     assert chunks_of(a) == [chunk.to_json() for chunk in chunk_crawl(crawl, workers=1).chunks]
     # The alias that ended is a changed page: it is chunked now.
     receive = [page for page in changes.pages_changed if page.url == RECEIVE_PAGE]

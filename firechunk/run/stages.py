@@ -45,7 +45,7 @@ from firechunk.run.cache import STATE_FILE, PageCache, outcome_key
 from firechunk.run.changes import change_set, write_changes
 from firechunk.run.executors import Executor, in_process
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
-from firechunk.run.write import REPORT_JSON, ChunkFileWriter, write_page_files
+from firechunk.run.write import ChunkFileWriter, write_page_files
 from firechunk.tokens import DEFAULT_ENCODING
 from firechunk.validate.suites import SUITES_DIR, validate_tables
 from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
@@ -202,8 +202,7 @@ def write_stage(start: RunStart) -> Written:
             cache.put_chunk_rows(assembled.row_digests.items())
         finally:
             cache.close()
-        write_page_files(run_dir, assembled.pages, assembled.quarantine)
-        write_json(run_dir / REPORT_JSON, assembled.report.model_dump(mode="json"))
+        write_page_files(run_dir, assembled.pages, assembled.quarantine, assembled.report)
         tables = tables_from_facts(assembled.facts, assembled.pages, assembled.report.duplicates)
         write_tables(run_dir, tables)
         to_chunk = sum(page.chunked_as == page.index for page in pages)

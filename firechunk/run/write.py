@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from firechunk.atomic import atomic_open, atomic_write, write_json, write_jsonl
 from schemas.parquet import CHUNKS_SCHEMA, PAGES_SCHEMA
-from schemas.report import ChunkRun, QuarantineRecord
+from schemas.report import ChunkReport, ChunkRun, QuarantineRecord
 
 CHUNKS_PARQUET = "chunks.parquet"
 CHUNKS_JSON = "chunks.json"
@@ -40,20 +40,19 @@ def write_run_outputs(run: ChunkRun, run_dir: Path) -> list[Path]:
     """Write every data file of `run` into `run_dir`; return the paths written."""
     with ChunkFileWriter(run_dir) as writer:
         writer.add_rows([chunk.to_json() for chunk in run.chunks])
-    return [
-        *writer.paths,
-        *write_page_files(run_dir, run.pages, run.quarantine),
-        write_json(run_dir / REPORT_JSON, run.report.model_dump(mode="json")),
-    ]
+    return [*writer.paths, *write_page_files(run_dir, run.pages, run.quarantine, run.report)]
 
 
-def write_page_files(run_dir: Path, pages: list, quarantine: list) -> list[Path]:
-    """pages.parquet (PageRecords) and quarantine.jsonl (QuarantineRecords)."""
+def write_page_files(
+    run_dir: Path, pages: list, quarantine: list, report: ChunkReport
+) -> list[Path]:
+    """pages.parquet (PageRecords), quarantine.jsonl (QuarantineRecords), report.json."""
     return [
         write_parquet(
             run_dir / PAGES_PARQUET, [p.model_dump(mode="json") for p in pages], PAGES_SCHEMA
         ),
         write_jsonl(run_dir / QUARANTINE_JSONL, (q.model_dump(mode="json") for q in quarantine)),
+        write_json(run_dir / REPORT_JSON, report.model_dump(mode="json")),
     ]
 
 
