@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from firechunk.chunker.cleanup import clean_markdown
 from firechunk.chunker.headings import heading_text
 from firechunk.run.chrome import chrome_lines
+from firechunk.run.rows import page_url
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
 from schemas.page import CrawlResult
@@ -77,7 +78,7 @@ def check_run(
     figures = QualityFigures(pages=len(run.pages), chunks=len(run.chunks))
     by_url: dict[str, list[Chunk]] = {}
     for chunk in run.chunks:
-        by_url.setdefault(chunk.metadata.source_url, []).append(chunk)
+        by_url.setdefault(page_url(chunk), []).append(chunk)
     by_id = {chunk.chunk_id: chunk for chunk in run.chunks}
     dropped: dict[str, list[Chunk]] = {}
     for duplicate in run.report.duplicates:

@@ -29,6 +29,13 @@ class ChunkData(BaseModel):
     overlap_text: Overlap = Field(default_factory=Overlap)
 
 
+class AlsoOn(BaseModel):
+    """Another page that holds this chunk's text (its copy was dropped as a repeat)."""
+
+    url: str
+    breadcrumb: list[str] = Field(default_factory=list)
+
+
 class ChunkMetadata(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
@@ -36,7 +43,9 @@ class ChunkMetadata(BaseModel):
     source_url: str = Field(alias="sourceUrl")
     page_title: str
     breadcrumb: list[str] = Field(
-        default_factory=list, description="Every heading level in force at the first line."
+        default_factory=list,
+        description="The section that holds the whole chunk: the heading in force at its "
+        "first line, or the common parent of the sections it holds.",
     )
     chunk_index: int = Field(description="Position of the chunk within its page, from 0.")
     source_lines: tuple[int, int] = Field(
@@ -44,6 +53,14 @@ class ChunkMetadata(BaseModel):
     )
     aliases: list[str] = Field(
         default_factory=list, description="Other URLs that returned the same page."
+    )
+    sections: list[list[str]] = Field(
+        default_factory=list,
+        description="The heading path of every section the chunk holds text of, in order.",
+    )
+    also_on: list[AlsoOn] = Field(
+        default_factory=list,
+        description="Other pages whose copy of this text was dropped as a repeat.",
     )
 
 

@@ -13,10 +13,12 @@ object (`pyarrow.parquet.read_table(...).to_pylist() == json.load(chunks.json)`)
 | metadata.token_count            | int32                     | exact token count of data.text |
 | metadata.sourceUrl              | string                    | page the chunk came from       |
 | metadata.page_title             | string                    |                                |
-| metadata.breadcrumb             | list<string>              | every heading level in force   |
+| metadata.breadcrumb             | list<string>              | the section holding the chunk  |
 | metadata.chunk_index            | int32                     | position in its page, from 0   |
 | metadata.source_lines           | fixed_size_list<int32>[2] | first, last line in the page   |
 | metadata.aliases                | list<string>              | other URLs of the same page    |
+| metadata.sections               | list<list<string>>        | heading path of each section   |
+| metadata.also_on                | list<struct<url, breadcrumb>> | pages whose copy was dropped |
 | data.headers.h1 / .h2           | string, nullable          | H1 / H2 at the first line      |
 | data.text                       | string                    | the chunk's text               |
 | data.overlap_text.prev_chunk_id | string, nullable          | previous chunk, same page      |
@@ -67,6 +69,19 @@ CHUNKS_SCHEMA = pa.schema(
                     pa.field("chunk_index", pa.int32(), nullable=False),
                     pa.field("source_lines", pa.list_(pa.int32(), 2), nullable=False),
                     pa.field("aliases", _TEXT_LIST, nullable=False),
+                    pa.field("sections", pa.list_(_TEXT_LIST), nullable=False),
+                    pa.field(
+                        "also_on",
+                        pa.list_(
+                            pa.struct(
+                                [
+                                    pa.field("url", pa.string(), nullable=False),
+                                    pa.field("breadcrumb", _TEXT_LIST, nullable=False),
+                                ]
+                            )
+                        ),
+                        nullable=False,
+                    ),
                 ]
             ),
             nullable=False,

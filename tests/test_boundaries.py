@@ -218,17 +218,19 @@ def test_a_piece_of_oversized_code_is_cut_again_for_closing_headings_but_whole_c
 # -- through chunk_page ---------------------------------------------------------------
 
 
-def test_small_h2_section_merges_into_its_neighbour_with_its_heading_line():
+def test_small_h2_section_shares_a_chunk_with_a_whole_sibling_under_their_parent():
     small = sentences(30, 2, "s")
     markdown = (
-        f"# T\n\n## A\n\n{sentences(500, 1, 'a')}\n\n## S\n\n{small}"
-        f"\n\n## C\n\n{sentences(200, 3, 'c')}"
+        f"# T\n\n## A\n\n{sentences(900, 1, 'a')}\n\n## S\n\n{small}"
+        f"\n\n## C\n\n{sentences(600, 3, 'c')}"
     )
     chunks = chunk_one(markdown).chunks
     holder = next(c for c in chunks if small in c.text)
-    assert holder.text.startswith("## S\n\n")  # joined the smaller neighbour, C
+    assert holder.text.startswith("## S\n\n")  # A is full: S goes with C, whole
     assert "## C" in holder.text and "## A" not in holder.text
-    assert (holder.h1, holder.h2) == ("T", "S")
+    assert (holder.h1, holder.h2) == ("T", "S")  # the headings in force at its first line
+    assert holder.breadcrumb == ["T"]  # the section that holds both
+    assert holder.sections == [["T", "S"], ["T", "C"]]
 
 
 def test_small_section_at_the_end_of_an_h1_stays_apart_from_the_next_h1():
@@ -269,8 +271,8 @@ def test_no_chunk_is_headings_only_even_between_big_sections():
 
 
 def test_h1_intro_with_content_starts_its_own_chunk():
-    intro = sentences(150, 1, "i")
-    markdown = f"# T\n\n{intro}\n\n## B\n\n{sentences(200, 2, 'b')}"
+    intro = sentences(600, 1, "i")
+    markdown = f"# T\n\n{intro}\n\n## B\n\n{sentences(600, 2, 'b')}"
     chunks = chunk_one(markdown).chunks
     assert [c.text.split("\n")[0] for c in chunks] == ["# T", "## B"]
     assert chunks[0].text == f"# T\n\n{intro}"

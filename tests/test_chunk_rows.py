@@ -18,6 +18,7 @@ def draft(text: str, overlap: str = "") -> DraftChunk:
         h1="Page",
         h2=None,
         breadcrumb=["Page"],
+        sections=[["Page"]],
         source_lines=(1, 2),
         overlap=overlap,
     )

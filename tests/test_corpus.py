@@ -56,8 +56,30 @@ def test_spa_reference_urls_yield_one_page():
     assert run.report.pages_aliased == 48
     (primary,) = [p for p in run.pages if p.status == "chunked"]
     assert len(primary.aliases) == 48
-    assert all(chunk.metadata.source_url == primary.canonical_url for chunk in run.chunks)
-    assert all(len(chunk.metadata.aliases) == 48 for chunk in run.chunks)
+    urls = {primary.canonical_url, *primary.aliases}
+    for chunk in run.chunks:  # each chunk cites one of the page's URLs; the others are aliases
+        assert {chunk.metadata.source_url, *chunk.metadata.aliases} == urls
+        assert len(chunk.metadata.aliases) == 48
+
+
+@pytest.mark.parametrize(
+    ("section", "slug"),
+    [
+        ("Update data", "update"),
+        ("Using filters", "using-filters"),
+        ("Column matches a case-insensitive pattern", "ilike"),
+        ("Sign in a user through OTP", "auth-signinwithotp"),
+    ],
+)
+def test_spa_reference_chunks_cite_the_url_of_their_section(section, slug):
+    """One page served at 49 URLs: a chunk cites the URL that names its first section."""
+    crawl = read_crawl(CORPUS_DIR / "supabase-python-reference-2024-09.json")
+    run = chunk_crawl(crawl, workers=1)
+    [chunk] = [c for c in run.chunks if c.metadata.sections[0][1:2] == [section]]
+    assert chunk.metadata.source_url == f"https://supabase.com/docs/reference/python/{slug}"
+    # "Update a user" holds the word "update", but its code never calls `update(`.
+    updates = [c for c in run.chunks if "Update a user" in c.metadata.sections[0]]
+    assert all(not c.metadata.source_url.endswith("/update") for c in updates)
 
 
 def test_rerun_gives_identical_ids(corpus_run):

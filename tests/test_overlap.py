@@ -24,8 +24,8 @@ def test_first_chunk_of_a_page_has_no_overlap_and_later_ones_link_back():
 
 
 def test_overlap_is_the_last_heading_line_and_last_sentence_of_the_previous_chunk():
-    first = sentences(300, 1, "a")
-    markdown = f"# T\n\n{first}\n\n## B\n\n{sentences(300, 2, 'b')}"
+    first = sentences(600, 1, "a")
+    markdown = f"# T\n\n{first}\n\n## B\n\n{sentences(600, 2, 'b')}"
     chunks = run_markdown(markdown).chunks
     last = first.rsplit(". ", 1)[-1]
     assert chunks[1].data.overlap_text.text == f"# T\n\n{last}"
@@ -68,7 +68,7 @@ def test_a_heading_too_long_to_leave_room_gives_way_to_the_sentence():
 
 
 def test_overlap_text_is_not_part_of_the_chunk_text_or_its_count():
-    markdown = f"# T\n\n{sentences(300, 1, 'a')}\n\n## B\n\n{sentences(300, 2, 'b')}"
+    markdown = f"# T\n\n{sentences(600, 1, 'a')}\n\n## B\n\n{sentences(600, 2, 'b')}"
     second = run_markdown(markdown).chunks[1]
     assert second.data.overlap_text.text not in second.data.text
     assert second.metadata.token_count == count(second.data.text)
@@ -87,10 +87,10 @@ def test_overlap_never_crosses_pages():
 
 
 def test_prev_chunk_id_skips_a_chunk_dropped_as_a_duplicate():
-    shared = f"## Shared\n\n{sentences(300, 9, 's')}"
-    first = page(f"# One\n\n{sentences(300, 1)}\n\n{shared}", url=URL + "/one")
+    shared = f"## Shared\n\n{sentences(600, 9, 's')}"
+    first = page(f"# One\n\n{sentences(600, 1)}\n\n{shared}", url=URL + "/one")
     second = page(
-        f"# Two\n\n{sentences(300, 2)}\n\n{shared}\n\n## Own\n\n{sentences(300, 3)}",
+        f"# Two\n\n{sentences(600, 2)}\n\n{shared}\n\n## Own\n\n{sentences(600, 3)}",
         url=URL + "/two",
     )
     run = run_pages(first, second)

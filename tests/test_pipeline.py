@@ -142,9 +142,9 @@ def test_pages_that_differ_are_both_chunked():
 
 
 def test_a_chunk_repeated_on_another_page_is_dropped_and_counted():
-    shared = f"## Shared footer\n\n{sentences(300, 9, 's')}"
-    first = page(f"# One\n\n{sentences(300, 1)}\n\n{shared}", url=f"{BASE}/one")
-    second = page(f"# Two\n\n{sentences(300, 2)}\n\n{shared}", url=f"{BASE}/two")
+    shared = f"## Shared footer\n\n{sentences(600, 9, 's')}"
+    first = page(f"# One\n\n{sentences(600, 1)}\n\n{shared}", url=f"{BASE}/one")
+    second = page(f"# Two\n\n{sentences(600, 2)}\n\n{shared}", url=f"{BASE}/two")
     run = run_pages(first, second)
     texts = [c.data.text for c in run.chunks]
     assert sum(shared in t for t in texts) == 1
@@ -156,14 +156,18 @@ def test_a_chunk_repeated_on_another_page_is_dropped_and_counted():
     assert dropped.token_count == kept.metadata.token_count
     assert run.pages[1].chunk_count == 1
     assert len(set(texts)) == len(texts)
+    # The kept chunk names the page whose copy was dropped, with that copy's breadcrumb.
+    assert kept.to_json()["metadata"]["also_on"] == [
+        {"url": f"{BASE}/two", "breadcrumb": ["Two", "Shared footer"]}
+    ]
 
 
 def test_duplicates_are_found_whatever_the_white_space():
     # A chunk repeated with other line breaks and spacing is the same text.
-    text = sentences(300, 5, "d")
-    first = page(f"# One\n\n{sentences(300, 1)}\n\n## Note\n\n{text}", url=f"{BASE}/one")
+    text = sentences(600, 5, "d")
+    first = page(f"# One\n\n{sentences(600, 1)}\n\n## Note\n\n{text}", url=f"{BASE}/one")
     spaced = text.replace(". ", ".\n", 3).replace(" ", "  ", 2)
-    second = page(f"# Two\n\n{sentences(300, 2)}\n\n## Note\n\n{spaced}", url=f"{BASE}/two")
+    second = page(f"# Two\n\n{sentences(600, 2)}\n\n## Note\n\n{spaced}", url=f"{BASE}/two")
     assert run_pages(first, second).report.duplicate_chunks_dropped == 1
 
 
@@ -222,7 +226,7 @@ def test_batches_are_two_per_worker_unless_that_makes_them_too_large(
 
 
 def test_a_chunk_id_depends_on_its_url_and_its_text():
-    body = guide(3)
+    body = f"# Guide\n\n{sentences(600, 3, 'a')}\n\n## Step\n\n{sentences(600, 3, 'b')}"
     base = run_pages(page(body, url=f"{BASE}/x")).chunks
     moved = run_pages(page(body, url=f"{BASE}/y")).chunks
     edited = run_pages(page(body.replace("## Step", "## Next step"), url=f"{BASE}/x")).chunks
@@ -431,9 +435,9 @@ def test_a_giant_page_of_prose_is_chunked_within_the_limits():
 def test_headers_metadata_is_clean_text():
     markdown = (
         "# The `supabase_auth_admin` role [\\#](\\#role)\n\n"
-        f"{sentences(150, 1)}\n\n"
+        f"{sentences(600, 1)}\n\n"
         "## **Sign in** with _magic_ [links](https://example.com) [\\#](\\#sign-in)\n\n"
-        f"{sentences(150, 2)}"
+        f"{sentences(600, 2)}"
     )
     chunks = run_markdown(markdown).chunks
     assert [(c.data.headers.h1, c.data.headers.h2) for c in chunks] == [
@@ -451,9 +455,9 @@ def test_headers_metadata_is_clean_text():
 
 def test_setext_and_atx_headings_both_make_headers():
     markdown = (
-        f"Setext title\n============\n\n{sentences(150, 1)}\n\n"
-        f"## Atx section\n\n{sentences(150, 2)}\n\n"
-        f"Setext section\n--------------\n\n{sentences(150, 3)}"
+        f"Setext title\n============\n\n{sentences(600, 1)}\n\n"
+        f"## Atx section\n\n{sentences(600, 2)}\n\n"
+        f"Setext section\n--------------\n\n{sentences(600, 3)}"
     )
     chunks = run_markdown(markdown).chunks
     assert [(c.data.headers.h1, c.data.headers.h2) for c in chunks] == [

@@ -4,7 +4,13 @@ headers a chunk reports for its first content line."""
 from __future__ import annotations
 
 from firechunk.chunker.blocks import HEADING, count_block, parse_blocks
-from firechunk.chunker.sections import enter_heading, headers_of, split_sections
+from firechunk.chunker.sections import (
+    Heading,
+    common_path,
+    enter_heading,
+    headers_of,
+    split_sections,
+)
 from tests.chunk_helpers import chunk_one, count, sentences
 
 PAGE = "\n\n".join(
@@ -47,7 +53,7 @@ def test_h1_ordinal_counts_h1_sections_and_the_preamble_shares_the_first():
 def test_heading_path_in_force_at_each_block():
     lines, sections = sections_of(PAGE)
     path_at = {
-        lines[block.start]: path
+        lines[block.start]: tuple((level, title) for level, title, _ in path)
         for section in sections
         for block, path in zip(section.blocks, section.paths, strict=True)
         if block.kind != HEADING
@@ -62,17 +68,27 @@ def test_heading_path_in_force_at_each_block():
 
 
 def test_enter_heading_closes_equal_and_deeper_levels():
-    path = ((1, "A"), (2, "B"), (3, "B1"))
-    assert enter_heading(path, 2, "C") == ((1, "A"), (2, "C"))
-    assert enter_heading(path, 3, "B2") == ((1, "A"), (2, "B"), (3, "B2"))
-    assert enter_heading(path, 1, "Z") == ((1, "Z"),)
-    assert enter_heading((), 3, "lone") == ((3, "lone"),)
+    a, b, b1 = Heading(1, "A", 0), Heading(2, "B", 3), Heading(3, "B1", 6)
+    path = (a, b, b1)
+    assert enter_heading(path, Heading(2, "C", 9)) == (a, Heading(2, "C", 9))
+    assert enter_heading(path, Heading(3, "B2", 9)) == (a, b, Heading(3, "B2", 9))
+    assert enter_heading(path, Heading(1, "Z", 9)) == (Heading(1, "Z", 9),)
+    assert enter_heading((), Heading(3, "lone", 0)) == (Heading(3, "lone", 0),)
+
+
+def test_common_path_is_the_deepest_section_holding_every_path():
+    a, b, c = Heading(1, "A", 0), Heading(2, "B", 3), Heading(2, "C", 9)
+    assert common_path([(a, b), (a, c)]) == (a,)
+    assert common_path([(a, b), (a, b, Heading(3, "B1", 5))]) == (a, b)
+    assert common_path([(a, b), (a, Heading(2, "B", 12))]) == (a,)  # one title, two sections
+    assert common_path([(), (a,)]) == ()
 
 
 def test_headers_of_a_path():
-    assert headers_of(((1, "A"), (2, "B"), (3, "B1"))) == ("A", "B")
-    assert headers_of(((1, "A"), (3, "skip"))) == ("A", None)
-    assert headers_of(((2, "only h2"),)) == (None, "only h2")
+    a, b = Heading(1, "A", 0), Heading(2, "B", 1)
+    assert headers_of((a, b, Heading(3, "B1", 2))) == ("A", "B")
+    assert headers_of((a, Heading(3, "skip", 1))) == ("A", None)
+    assert headers_of((Heading(2, "only h2", 0),)) == (None, "only h2")
     assert headers_of(()) == (None, None)
 
 
@@ -86,7 +102,8 @@ def test_setext_headings_open_sections_like_atx_ones():
 
 
 def test_each_h2_section_of_some_size_is_its_own_chunk_with_its_headers():
-    body = [sentences(150, seed) for seed in range(3)]
+    # Together over the hard limit: the page is opened at its H2s.
+    body = [sentences(600, seed) for seed in range(3)]
     markdown = f"# Guide\n\n{body[0]}\n\n## Install\n\n{body[1]}\n\n## Use\n\n{body[2]}"
     chunks = chunk_one(markdown).chunks
     assert [(c.h1, c.h2) for c in chunks] == [
@@ -118,7 +135,7 @@ def test_a_chunk_spanning_two_h2_sections_carries_the_second_heading_line():
 
 
 def test_content_before_the_first_h1_takes_the_first_h1_as_its_header():
-    markdown = f"{sentences(150, 1)}\n\n# First title\n\n{sentences(150, 2)}"
+    markdown = f"{sentences(600, 1)}\n\n# First title\n\n{sentences(600, 2)}"
     chunks = chunk_one(markdown).chunks
     assert [(c.h1, c.h2) for c in chunks] == [("First title", None), ("First title", None)]
     assert chunks[0].breadcrumb == []
@@ -130,7 +147,7 @@ def test_a_page_without_h1_takes_the_page_title():
 
 
 def test_a_new_h1_clears_the_h2():
-    markdown = f"# A\n\n## A2\n\n{sentences(150, 1)}\n\n# B\n\n{sentences(150, 2)}"
+    markdown = f"# A\n\n## A2\n\n{sentences(600, 1)}\n\n# B\n\n{sentences(600, 2)}"
     chunks = chunk_one(markdown).chunks
     assert [(c.h1, c.h2) for c in chunks] == [("A", "A2"), ("B", None)]
 

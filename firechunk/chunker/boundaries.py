@@ -2,7 +2,8 @@
 
 - a chunk of headings alone joins its previous chunk (or the next one at a page start);
 - a fragment under `min_tokens` merges with the smaller of its neighbours in the same H1
-  section, while the merge stays within the hard limit;
+  section, while the merge stays within the hard limit; a neighbour it can join without
+  leaving the section its first unit begins inside (`packing.section_true`) comes first;
 - a chunk whose exact token count turns out over the hard limit (the packer adds
   estimates) is packed again, tighter.
 Code blocks and tables were already cut to fit, with their fences and header rows, when
@@ -14,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from firechunk.chunker.blocks import HEADING, OTHER, ParsedBlock, parse_blocks
+from firechunk.chunker.packing import Group, estimate, pack_units, section_true
 from firechunk.chunker.pieces import Budget, Piece, split_block, split_text
 from firechunk.chunker.sizer import Sizer
-from firechunk.chunker.split import Limits, Unit, estimate, pack_section
-
-Group = list[Unit]
+from firechunk.chunker.split import Limits, Unit
 
 
 def attach_lone_headings(groups: list[Group], limits: Limits) -> list[Group]:
@@ -73,11 +73,13 @@ def _best_partner(
             merged = size + estimate(groups[neighbour]) + 1
             if merged <= limits.hard:
                 options.append((merged, neighbour))
-    for _, neighbour in sorted(options):
-        low = min(index, neighbour)
-        if fits is None or fits(groups[low] + groups[low + 1]):
-            return neighbour
-    return None
+    merges = [(groups[min(index, n)] + groups[min(index, n) + 1], n) for _, n in sorted(options)]
+    merges = [(merged, n) for merged, n in merges if fits is None or fits(merged)]
+    # A merge that leaves the chunk inside its first section's parent; failing that (a
+    # small last section after a long one), any: the chunk's breadcrumb is then the
+    # parent of both and `sections` names each.
+    ranked = sorted(merges, key=lambda merge: not section_true(merge[0]))
+    return ranked[0][1] if ranked else None
 
 
 def enforce_hard_limit(
@@ -100,7 +102,7 @@ def enforce_hard_limit(
 
 
 def _repack(group: Group, tighter: Limits) -> list[Group]:
-    repacked = pack_section(group, tighter)
+    repacked = pack_units(group, tighter)
     if len(repacked) == 1:  # the estimate still fits: halve, so the loop ends
         middle = len(group) // 2
         repacked = [group[:middle], group[middle:]]
@@ -185,8 +187,9 @@ def _resplit(unit: Unit, hard: int, count: Sizer, limit: int) -> list[Unit]:
             unit.h1_ordinal,
             joiner,
             refenced=unit.refenced or p.refenced,
+            scope=unit.scope if n == 0 else unit.path,
         )
-        for p, joiner in zip(pieces, joiners, strict=True)
+        for n, (p, joiner) in enumerate(zip(pieces, joiners, strict=True))
     ]
 
 
@@ -221,6 +224,17 @@ def cut_as_text(
         first = group[0]
         pieces = split_text(text, first.start, Budget(limits.hard, limits.hard), count)
         out.extend(
-            [Unit(p.text, p.tokens, p.start, p.end, first.path, first.h1_ordinal)] for p in pieces
+            [
+                Unit(
+                    p.text,
+                    p.tokens,
+                    p.start,
+                    p.end,
+                    first.path,
+                    first.h1_ordinal,
+                    scope=first.scope if n == 0 else first.path,
+                )
+            ]
+            for n, p in enumerate(pieces)
         )
     return out

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from firechunk.chunker import boundaries
 from firechunk.chunker.blocks import HEADING, Block, count_block, parse_blocks
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
-from firechunk.chunker.sections import HeadingPath, headers_of, split_sections
+from firechunk.chunker.packing import pack_units
+from firechunk.chunker.sections import common_path, headers_of, split_sections, titles
 from firechunk.chunker.sizer import Sizer
-from firechunk.chunker.split import Limits, Unit, build_units, pack_section
+from firechunk.chunker.split import Limits, Unit, build_units
 
 MAX_REPACKS = 8  # re-packing converges in one or two rounds; this bounds the worst case
 
@@ -35,7 +36,8 @@ class DraftChunk:
     tokens: int
     h1: str | None
     h2: str | None
-    breadcrumb: list[str]
+    breadcrumb: list[str]  # the section that holds the whole chunk
+    sections: list[list[str]]  # the heading path of each section the chunk holds text of
     source_lines: tuple[int, int]
     # The overlap text of the chunk after this one on its page ("" for the page's last).
     # Filled in by `firechunk.run.outcomes.chunk_pages`, in the worker (it decodes tokens).
@@ -76,11 +78,7 @@ def chunk_page(
         raise PageRejected("header-only" if blocks else "empty", "no content besides headings")
     sections = split_sections(blocks)
     units = build_units(sections, cleaned.lines, options.limits, count)
-    groups = [
-        group
-        for section_units in _by_section(units)
-        for group in pack_section(section_units, options.limits)
-    ]
+    groups = pack_units(units, options.limits)
     groups = boundaries.attach_lone_headings(groups, options.limits)
     groups = boundaries.merge_small(groups, options.limits)
     groups, texts, tokens = _within_hard_limit(groups, options.limits, count)
@@ -231,18 +229,6 @@ def _join_groups(groups: list[list[Unit]], count: Sizer) -> tuple[list[str], lis
     return [text for text, _ in joined], [tokens for _, tokens in joined]
 
 
-def _by_section(units: list[Unit]) -> list[list[Unit]]:
-    """Consecutive units that share their H1/H2, i.e. one pass-1 section each."""
-    runs: list[list[Unit]] = []
-    for unit in units:
-        key = (unit.h1_ordinal, headers_of(unit.path))
-        if runs and (runs[-1][-1].h1_ordinal, headers_of(runs[-1][-1].path)) == key:
-            runs[-1].append(unit)
-        else:
-            runs.append([unit])
-    return runs
-
-
 def _first_h1(blocks) -> str | None:
     return next((b.title for b in blocks if b.kind == HEADING and b.level == 1), None)
 
@@ -250,15 +236,16 @@ def _first_h1(blocks) -> str | None:
 def _draft(
     group: list[Unit], text: str, tokens: int, source_lines: list[int], fallback_h1: str
 ) -> DraftChunk:
-    path: HeadingPath = group[0].path
-    h1, h2 = headers_of(path)
+    h1, h2 = headers_of(group[0].path)
     first = source_lines[group[0].start]
     last = source_lines[min(group[-1].end, len(source_lines)) - 1]
+    paths = list(dict.fromkeys(unit.path for unit in group))
     return DraftChunk(
         text=text,
         tokens=tokens,
         h1=h1 or fallback_h1,
         h2=h2,
-        breadcrumb=[title for _, title in path],
+        breadcrumb=titles(common_path(paths)),
+        sections=[titles(path) for path in paths],
         source_lines=(first, max(first, last)),
     )

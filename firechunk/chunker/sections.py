@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from firechunk.chunker.blocks import HEADING, Block
 
-HeadingPath = tuple[tuple[int, str], ...]  # (level, clean title), outermost first
+
+class Heading(NamedTuple):
+    """A heading in force: its level, clean title and the cleaned line it starts at (two
+    headings with one title are two sections)."""
+
+    level: int
+    title: str
+    line: int
+
+
+HeadingPath = tuple[Heading, ...]  # outermost first
 
 
 @dataclass
@@ -23,9 +34,9 @@ class Section:
     paths: list[HeadingPath] = field(default_factory=list)  # path in force at each block
 
 
-def enter_heading(path: HeadingPath, level: int, title: str) -> HeadingPath:
-    """The heading path after a heading of `level`: deeper or equal levels are closed."""
-    return (*tuple(entry for entry in path if entry[0] < level), (level, title))
+def enter_heading(path: HeadingPath, heading: Heading) -> HeadingPath:
+    """The heading path after `heading`: deeper or equal levels are closed."""
+    return (*tuple(entry for entry in path if entry.level < heading.level), heading)
 
 
 def split_sections(blocks: list[Block]) -> list[Section]:
@@ -36,7 +47,7 @@ def split_sections(blocks: list[Block]) -> list[Section]:
     current: Section | None = None
     for block in blocks:
         if block.kind == HEADING:
-            path = enter_heading(path, block.level, block.title)
+            path = enter_heading(path, Heading(block.level, block.title, block.start))
             if block.level <= 2:
                 current = None
             if block.level == 1:
@@ -52,6 +63,21 @@ def split_sections(blocks: list[Block]) -> list[Section]:
 
 def headers_of(path: HeadingPath) -> tuple[str | None, str | None]:
     """The H1 and the H2 in force for a heading path."""
-    h1 = next((title for level, title in reversed(path) if level == 1), None)
-    h2 = next((title for level, title in reversed(path) if level == 2), None)
+    h1 = next((entry.title for entry in reversed(path) if entry.level == 1), None)
+    h2 = next((entry.title for entry in reversed(path) if entry.level == 2), None)
     return h1, h2
+
+
+def titles(path: HeadingPath) -> list[str]:
+    return [entry.title for entry in path]
+
+
+def common_path(paths: list[HeadingPath]) -> HeadingPath:
+    """The deepest section that holds every one of `paths`."""
+    first = paths[0]
+    depth = len(first)
+    for path in paths[1:]:
+        depth = min(depth, len(path))
+        while depth and path[:depth] != first[:depth]:
+            depth -= 1
+    return first[:depth]

@@ -1,4 +1,5 @@
-"""Pass 2: turn sections into units that fit, then pack units into chunks near the soft limit.
+"""Pass 2a: turn sections into units, the pieces that chunks are packed from
+(`packing.py`).
 
 A unit is the smallest thing a chunk boundary may not cut: a block (or a piece of an
 oversized block) with any heading lines that precede it stacked on top, so a heading
@@ -7,7 +8,6 @@ never ends a chunk apart from its content.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -38,6 +38,9 @@ class Unit(NamedTuple):
     headings_only: bool = False
     opens_with_heading: bool = False
     refenced: bool = False  # a piece of code over the limit (see `Piece`)
+    # The section the unit begins inside: the parent of the first heading it opens with,
+    # else its own path. A chunk starting with this unit may hold only what is inside it.
+    scope: HeadingPath = ()
 
 
 class _Heading(NamedTuple):
@@ -46,6 +49,11 @@ class _Heading(NamedTuple):
     block: Block
     path: HeadingPath
     h1_ordinal: int
+
+    @property
+    def scope(self) -> HeadingPath:
+        """The section this heading's own section is part of."""
+        return self.path[:-1]
 
 
 def build_units(
@@ -63,7 +71,8 @@ def build_units(
             if run:
                 lead, before = _lead_headings(run, block, limits, count, bool(units))
                 units.extend(before)
-            units.extend(_units_of_block(block, path, section, lead, lines, limits, count))
+            scope = _scope_at(run, lead.start) if lead else path
+            units.extend(_units_of_block(block, path, section, lead, scope, lines, limits, count))
             run = []
     if run:
         units.extend(_trailing_headings(run, limits, count))
@@ -143,7 +152,14 @@ def _trailing_headings(run: list[_Heading], limits: Limits, count: Sizer) -> lis
     if text.tokens <= limits.hard:
         last = run[-1]
         return [
-            _unit(text, last.path, last.h1_ordinal, headings_only=True, opens_with_heading=True)
+            _unit(
+                text,
+                last.path,
+                last.h1_ordinal,
+                headings_only=True,
+                opens_with_heading=True,
+                scope=run[0].scope,
+            )
         ]
     pieces = _cut_run(run, text, limits, count, from_end=True)
     return [_cut_unit(piece, run, headings_only=n == 0) for n, piece in enumerate(pieces)]
@@ -152,14 +168,26 @@ def _trailing_headings(run: list[_Heading], limits: Limits, count: Sizer) -> lis
 def _cut_unit(piece: Piece, run: list[_Heading], *, headings_only: bool) -> Unit:
     """A piece of headings cut as text, under the heading in force at its first line (the
     one it starts in, so that a heading cut short still heads a chunk)."""
-    heading = [h for h in run if h.block.start <= piece.start][-1]
+    heading = _heading_at(run, piece.start)
     return _unit(
         piece,
         heading.path,
         heading.h1_ordinal,
         headings_only=headings_only,
         opens_with_heading=True,
+        scope=_scope_at(run, piece.start),
     )
+
+
+def _heading_at(run: list[_Heading], start: int) -> _Heading:
+    """The heading of the run that line `start` is in."""
+    return [h for h in run if h.block.start <= start][-1]
+
+
+def _scope_at(run: list[_Heading], start: int) -> HeadingPath:
+    """The section that text of the run beginning at line `start` begins inside."""
+    heading = _heading_at(run, start)
+    return heading.scope if start == heading.block.start else heading.path
 
 
 def _units_of_block(
@@ -167,17 +195,26 @@ def _units_of_block(
     path: HeadingPath,
     section: Section,
     lead: Piece | None,
+    scope: HeadingPath,
     lines: list[str],
     limits: Limits,
     count: Sizer,
 ) -> list[Unit]:
     """The block's units, the `lead` headings stacked on the first when there is room;
-    else the headings become a unit of their own before it, to join the chunk before."""
+    else the headings become a unit of their own before it, to join the chunk before.
+    `scope` is the section the lead headings begin inside (see `Unit`)."""
     lead_tokens = count.with_sep(lead.text, lead.tokens, "\n\n") if lead else 0
     units: list[Unit] = []
     if lead and not _room_for(block, lead_tokens, limits):
         units.append(
-            _unit(lead, path, section.h1_ordinal, headings_only=True, opens_with_heading=True)
+            _unit(
+                lead,
+                path,
+                section.h1_ordinal,
+                headings_only=True,
+                opens_with_heading=True,
+                scope=scope,
+            )
         )
         lead, lead_tokens = None, 0
     budget = Budget(limits.hard - lead_tokens, limits.hard, whole_code=limits.hard)
@@ -186,7 +223,15 @@ def _units_of_block(
         pieces[0] = _stacked(lead, lead_tokens, pieces[0])
     for index, piece in enumerate(pieces):
         opens_with_heading = index == 0 and lead is not None
-        units.append(_unit(piece, path, section.h1_ordinal, opens_with_heading=opens_with_heading))
+        units.append(
+            _unit(
+                piece,
+                path,
+                section.h1_ordinal,
+                opens_with_heading=opens_with_heading,
+                scope=scope if opens_with_heading else path,
+            )
+        )
     return units
 
 
@@ -222,6 +267,7 @@ def _unit(
     *,
     headings_only: bool = False,
     opens_with_heading: bool = False,
+    scope: HeadingPath | None = None,
 ) -> Unit:
     return Unit(
         piece.text,
@@ -234,39 +280,5 @@ def _unit(
         headings_only,
         opens_with_heading,
         piece.refenced,
+        path if scope is None else scope,
     )
-
-
-def pack_section(units: list[Unit], limits: Limits) -> list[list[Unit]]:
-    """Group a section's units into chunks: whole when it fits the hard limit, otherwise
-    balanced near the soft limit, preferring to cut before a sub-heading."""
-    total = estimate(units)
-    if total <= limits.hard:
-        return [units]
-    target = total / math.ceil(total / limits.soft)
-    groups: list[list[Unit]] = []
-    current: list[Unit] = []
-    size = 0
-    for unit in units:
-        grown = size + unit.tokens + (1 if current else 0)
-        if current and _should_close(size, grown, target, limits, unit):
-            groups.append(current)
-            current, grown = [], unit.tokens
-        current.append(unit)
-        size = grown
-    if current:
-        groups.append(current)
-    return groups
-
-
-def _should_close(size: int, grown: int, target: float, limits: Limits, unit: Unit) -> bool:
-    if grown > limits.hard:
-        return True
-    if unit.opens_with_heading and size >= 0.6 * target:
-        return True  # a sub-heading is the best place to cut
-    return grown > target and abs(size - target) <= abs(grown - target)
-
-
-def estimate(units: list[Unit]) -> int:
-    """Tokens of the units joined: their counts plus one per separator (close, not exact)."""
-    return sum(unit.tokens for unit in units) + max(0, len(units) - 1)

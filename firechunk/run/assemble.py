@@ -6,8 +6,10 @@ in memory (`firechunk.run.memory`); only where the rows go differs (`RowSink`):
   the others become aliases of it (`primaries`);
 - a chunk whose normalised text repeats a chunk kept before it in the run is dropped and
   reported (`firechunk.run.rows`);
+- a kept chunk lists the other pages whose copy of its text was dropped (`also_on`);
 - chunk ids are uuid5 of canonical URL and text; each chunk carries the overlap of the
-  chunk kept before it on its page.
+  chunk kept before it on its page, and cites the URL of its section when the page was
+  served at several URLs (`firechunk.run.citations`).
 
 What the suites check of each chunk (`ChunkFacts`) is kept beside the rows, so a written
 run is validated without reading its text back.
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from firechunk.run.citations import cite
 from firechunk.run.outcomes import StoredDraft, StoredOutcome
 from firechunk.run.plan import PlannedPage
 from firechunk.run.rows import check_row_shape, duplicates_of, page_rows
@@ -65,6 +68,7 @@ class _Pass:
     """The run-wide state of the pass."""
 
     sink: RowSink
+    also_on: dict[str, list[dict[str, Any]]]  # text hash -> pages whose copy is dropped
     seen: dict[str, str] = field(default_factory=dict)  # text hash -> id of the kept chunk
     facts: list[ChunkFacts] = field(default_factory=list)
     row_digests: dict[str, str] = field(default_factory=dict)
@@ -86,7 +90,7 @@ def assemble(
     """Walk the pages in crawl order; the rows of each chunked page go to `sink`."""
     primary_of = primaries(pages, lambda page: outcomes.content_hash(page.chunked_as))
     alias_urls = alias_urls_of(pages, primary_of)
-    state = _Pass(sink)
+    state = _Pass(sink, also_on_of(pages, outcomes, primary_of))
     records: dict[int, PageRecord] = {}
     for page in pages:
         i = page.index
@@ -122,12 +126,22 @@ def _add_page(
     url = page.canonical or page.url
     drafts = outcome.drafts
     text_hashes = [draft.text_hash for draft in drafts]
-    repeats, rows = page_rows(url, page.title, drafts, text_hashes, alias_urls, state.seen)
+    cited = cite(url, alias_urls, [d.sections for d in drafts], [d.text for d in drafts])
+    repeats, rows = page_rows(
+        url,
+        page.title,
+        drafts,
+        text_hashes,
+        alias_urls,
+        state.seen,
+        cited=cited,
+        also_on=state.also_on,
+    )
     if rows and not state.shape_checked:
         check_row_shape(rows[0])
         state.shape_checked = True
     kept = [draft for draft, earlier in zip(drafts, repeats, strict=True) if earlier is None]
-    facts = [_facts(row, draft) for row, draft in zip(rows, kept, strict=True)]
+    facts = [_facts(row, draft, url) for row, draft in zip(rows, kept, strict=True)]
     digests = state.sink.add_rows(rows)
     for chunk, digest in zip(facts, digests, strict=False):
         state.row_digests[chunk.chunk_id] = digest
@@ -140,11 +154,32 @@ def _add_page(
     return chunked_record(page, alias_urls, outcome, [c.token_count for c in facts])
 
 
-def _facts(row: dict[str, Any], draft: StoredDraft) -> ChunkFacts:
+def also_on_of(
+    pages: list[PlannedPage], outcomes: Outcomes, primary_of: dict[int, int]
+) -> dict[str, list[dict[str, Any]]]:
+    """By text hash, the pages after the first to hold that text (URL and breadcrumb):
+    their copies are dropped, so the kept chunk names them. A pass before the rows are
+    written, which reads the outcomes' drafts once more."""
+    first: dict[str, int] = {}
+    also_on: dict[str, list[dict[str, Any]]] = {}
+    for page in pages:
+        if primary_of.get(page.index) != page.index:
+            continue
+        url = page.canonical or page.url
+        for draft in outcomes.get(page.chunked_as).drafts:
+            if first.setdefault(draft.text_hash, page.index) != page.index:
+                entry = {"url": url, "breadcrumb": list(draft.breadcrumb)}
+                entries = also_on.setdefault(draft.text_hash, [])
+                if entry not in entries:
+                    entries.append(entry)
+    return also_on
+
+
+def _facts(row: dict[str, Any], draft: StoredDraft, page_url: str) -> ChunkFacts:
     metadata, data = row["metadata"], row["data"]
     return ChunkFacts(
         chunk_id=row["chunk_id"],
-        source_url=metadata["sourceUrl"],
+        source_url=page_url,
         page_title=metadata["page_title"],
         h1=draft.h1,
         h2=draft.h2,

@@ -115,7 +115,7 @@ def _outcome(page: PageInput, sizer: Sizer, options: ChunkerOptions) -> StoredOu
 
 def _stored(index: int, page: PageChunks, sizer: Sizer, overlap: int) -> StoredOutcome:
     for draft in page.chunks[:-1]:
-        draft.overlap = overlap_after(draft.text, draft.breadcrumb, sizer, overlap)
+        draft.overlap = overlap_after(draft.text, draft.sections[-1], sizer, overlap)
     return StoredOutcome(
         index=index,
         content_hash=page.content_hash,

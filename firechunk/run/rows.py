@@ -11,11 +11,19 @@ from collections.abc import Callable
 from typing import Any
 
 from firechunk.chunker.page import DraftChunk
+from firechunk.run.urls import canonical_url
 from schemas.chunk import Chunk
 from schemas.report import DuplicateChunk
 
 # Fixed forever: changing it would change every chunk id.
 CHUNK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/firechunk/chunk-id")
+
+
+def page_url(chunk: Chunk) -> str:
+    """The canonical URL of the page a chunk came from (what its id, the page records and
+    the suites key it by): the smallest canonical URL it names, as `assemble.primaries`
+    chose the page. Its `sourceUrl` may name another URL of that page (`citations`)."""
+    return min(canonical_url(url) for url in [chunk.metadata.source_url, *chunk.metadata.aliases])
 
 
 def chunk_id(url: str, text: str) -> str:
@@ -47,23 +55,30 @@ def page_rows(
     text_hashes: list[str],
     aliases: list[str],
     seen: dict[str, str],
+    *,
+    cited: list[str] | None = None,
+    also_on: dict[str, list[dict[str, Any]]] | None = None,
 ) -> tuple[list[str | None], list[dict[str, Any]]]:
     """The rows of a page's kept drafts, in order, and per draft what it repeats
-    (`repeats_of`). `url` is the page's canonical URL; `seen` is not changed."""
+    (`repeats_of`). `url` is the page's canonical URL; `seen` is not changed. `cited` is
+    the URL each draft cites (`firechunk.run.citations`, default `url`); `also_on` gives,
+    by text hash, the other pages whose copy of a draft's text is dropped."""
     repeats, kept_ids = repeats_of(
         text_hashes, seen, lambda position: chunk_id(url, drafts[position].text)
     )
-    kept = list(
-        zip(
-            kept_ids,
-            [draft for draft, earlier in zip(drafts, repeats, strict=True) if earlier is None],
-            strict=True,
-        )
-    )
-    rows = [
-        chunk_row(kept_id, draft, url, title, index, aliases, kept[index - 1] if index else None)
-        for index, (kept_id, draft) in enumerate(kept)
+    cited = cited or [url] * len(drafts)
+    kept = [
+        (draft, cited[position], (also_on or {}).get(text_hashes[position], []))
+        for position, (draft, earlier) in enumerate(zip(drafts, repeats, strict=True))
+        if earlier is None
     ]
+    rows = []
+    for index, (kept_id, (draft, source_url, also)) in enumerate(zip(kept_ids, kept, strict=True)):
+        others = [other for other in dict.fromkeys([url, *aliases]) if other != source_url]
+        previous = (kept_ids[index - 1], kept[index - 1][0]) if index else None
+        rows.append(
+            chunk_row(kept_id, draft, source_url, title, index, others, previous, also_on=also)
+        )
     return repeats, rows
 
 
@@ -90,9 +105,11 @@ def chunk_row(
     index: int,
     aliases: list[str],
     previous: tuple[str, DraftChunk] | None,
+    *,
+    also_on: list[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The chunk's JSON object; `previous` is the kept chunk before it on its page (its id
-    and draft), whose overlap text this chunk carries."""
+    and draft), whose overlap text this chunk carries; `url` is the URL it cites."""
     return {
         "chunk_id": row_id,
         "metadata": {
@@ -103,6 +120,8 @@ def chunk_row(
             "chunk_index": index,
             "source_lines": list(draft.source_lines),
             "aliases": list(aliases),
+            "sections": [list(path) for path in draft.sections],
+            "also_on": [dict(entry) for entry in also_on],
         },
         "data": {
             "headers": {"h1": draft.h1, "h2": draft.h2},

@@ -30,6 +30,7 @@ import polars as pl
 from firechunk.atomic import atomic_write
 from firechunk.chunker.headings import heading_key, heading_lines
 from firechunk.chunker.page import content_hash
+from firechunk.run.rows import page_url
 from firechunk.tokens import TokenCounter
 from schemas.chunk import Chunk
 from schemas.report import ChunkRun, DuplicateChunk, PageRecord
@@ -79,7 +80,7 @@ class ChunkFacts:
     """One chunk as the suites see it: its metadata and what its text says, not the text."""
 
     chunk_id: str
-    source_url: str
+    source_url: str  # the page's canonical URL (`rows.page_url`), not the one it cites
     page_title: str
     h1: str | None
     h2: str | None
@@ -95,7 +96,7 @@ def chunk_facts(chunk: Chunk, counter: TokenCounter) -> ChunkFacts:
     text = chunk.data.text
     return ChunkFacts(
         chunk_id=chunk.chunk_id,
-        source_url=chunk.metadata.source_url,
+        source_url=page_url(chunk),
         page_title=chunk.metadata.page_title,
         h1=chunk.data.headers.h1,
         h2=chunk.data.headers.h2,
