@@ -59,7 +59,7 @@ def _candidates(sections: list[list[list[str]]], texts: list[str]) -> dict[Secti
             distinct_titles.setdefault(depth, set()).add(path[depth - 1])
     if not distinct_titles:
         return {}
-    depth = max(distinct_titles, key=lambda d: (len(distinct_titles[d]), -d))
+    depth = max(distinct_titles, key=lambda d: (len(distinct_titles[d]), d))
     candidates: dict[Section, list[str]] = {}
     for path, text in own.items():
         if len(path) >= depth:
