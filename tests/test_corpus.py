@@ -66,17 +66,20 @@ def test_spa_reference_urls_yield_one_page():
     ("section", "slug"),
     [
         ("Update data", "update"),
+        ("Upsert data", "upsert"),
         ("Using filters", "using-filters"),
-        ("Column matches a case-insensitive pattern", "ilike"),
+        ("Column is equal to a value", "eq"),
         ("Sign in a user through OTP", "auth-signinwithotp"),
     ],
 )
 def test_spa_reference_chunks_cite_the_url_of_their_section(section, slug):
-    """One page served at 49 URLs: a chunk cites the URL that names its first section."""
+    """One page served at 49 URLs: each function gets chunks of its own (small ones join
+    a neighbour), and a chunk cites the URL that names its first section."""
     crawl = read_crawl(CORPUS_DIR / "supabase-python-reference-2024-09.json")
     run = chunk_crawl(crawl, workers=1)
     [chunk] = [c for c in run.chunks if c.metadata.sections[0][1:2] == [section]]
     assert chunk.metadata.source_url == f"https://supabase.com/docs/reference/python/{slug}"
+    assert chunk.metadata.token_count < 400  # not packed with the functions beside it
     # "Update a user" holds the word "update", but its code never calls `update(`.
     updates = [c for c in run.chunks if "Update a user" in c.metadata.sections[0]]
     assert all(not c.metadata.source_url.endswith("/update") for c in updates)

@@ -4,7 +4,8 @@ and continues into the next, and the metadata names the sections a chunk holds."
 
 from __future__ import annotations
 
-from tests.chunk_helpers import chunk_one, sentences
+from firechunk.chunker.page import chunk_page
+from tests.chunk_helpers import chunk_one, count, sentences
 
 
 def first_lines(chunks) -> list[str]:
@@ -56,3 +57,33 @@ def test_every_chunk_begins_at_a_heading_or_inside_the_section_it_stays_in():
         if not chunk.text.startswith("#"):  # a later piece of a cut section: only it
             assert len(chunk.sections) == 1, chunk.sections
     assert all(c.tokens <= 1000 for c in chunks)
+
+
+def reference_page() -> str:
+    """A reference: functions (H2) each with a "Parameters" sub-section (H3)."""
+    functions = "\n\n".join(
+        f"## Function {name}\n\n{sentences(130, i, name)}\n\n### Parameters\n\n"
+        f"{sentences(50, i + 10, name + 'p')}"
+        for i, name in enumerate(["insert", "upsert", "delete", "select"], start=1)
+    )
+    return f"# Client Library\n\n{sentences(120, 0, 'intro')}\n\n{functions}"
+
+
+def test_a_page_served_at_many_urls_gives_each_named_section_chunks_of_its_own():
+    """Its URLs name its functions (the level with the most distinct titles), so a chunk
+    that held two functions could cite only one of them."""
+    markdown = reference_page()
+    together = chunk_page(markdown, "Page", count)
+    apart = chunk_page(markdown, "Page", count, many_urls=True)
+    assert len(together.chunks) == 1  # it fits: one chunk at one URL: one chunk at one URL
+    functions = [{path[1] for path in chunk.sections if len(path) > 1} for chunk in apart.chunks]
+    assert functions == [
+        set(),
+        {"Function insert"},
+        {"Function upsert"},
+        {"Function delete"},
+        {"Function select"},
+    ]
+    assert [c.breadcrumb for c in apart.chunks[1:]] == [
+        ["Client Library", f"Function {name}"] for name in ["insert", "upsert", "delete", "select"]
+    ]

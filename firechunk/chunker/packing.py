@@ -10,6 +10,10 @@ soft limit.
 So a chunk never begins inside one section and continues into the next (`section_true`):
 the pieces of a cut section stay inside it, and only whole sections share a chunk, under
 their common parent.
+
+A page served at many URLs (a single-page-app reference) is packed with `apart`: the
+sections its URLs name (`naming_depth`) never share a chunk, so each chunk can cite the
+one URL of its section.
 """
 
 from __future__ import annotations
@@ -22,24 +26,28 @@ from firechunk.chunker.split import Limits, Unit
 Group = list[Unit]
 
 
-def pack_units(units: list[Unit], limits: Limits) -> list[Group]:
-    """The units of a page (or of one chunk packed again) grouped into chunks."""
+def pack_units(units: list[Unit], limits: Limits, apart: int = 0) -> list[Group]:
+    """The units of a page (or of one chunk packed again) grouped into chunks; sections
+    `apart` headings deep (0: none) each get chunks of their own."""
     if not units:
         return []
     depth = min(len(unit.path) for unit in units)
     while depth and any(unit.path[:depth] != units[0].path[:depth] for unit in units):
         depth -= 1
-    return _pack_section(units, depth, limits)
+    return _pack_section(units, depth, limits, apart)
 
 
-def _pack_section(units: list[Unit], depth: int, limits: Limits) -> list[Group]:
+def _pack_section(units: list[Unit], depth: int, limits: Limits, apart: int) -> list[Group]:
     """Units that share their first `depth` headings: one chunk when they fit, else their
     parts (`_parts`) packed side by side, each part that does not fit opened in turn."""
-    if estimate(units) <= limits.hard:
+    keep_apart = depth < apart
+    if estimate(units) <= limits.hard and not keep_apart:
         return [units]
     parts = _parts(units, depth)
     if len(parts) == 1 and len(parts[0][0].path) <= depth:  # no sub-sections: cut it
         return pack_run(units, limits)
+    if keep_apart:
+        return [group for part in parts for group in _pack_part(part, depth, limits, apart)]
     groups: list[Group] = []
     side_by_side: list[Group] = []
     for part in parts:
@@ -48,12 +56,17 @@ def _pack_section(units: list[Unit], depth: int, limits: Limits) -> list[Group]:
             continue
         groups.extend(_balanced(side_by_side, limits))
         side_by_side = []
-        if len(part[0].path) <= depth:  # the section's own text, too long for one chunk
-            groups.extend(pack_run(part, limits))
-        else:
-            groups.extend(_pack_section(part, depth + 1, limits))
+        groups.extend(_pack_part(part, depth, limits, apart))
     groups.extend(_balanced(side_by_side, limits))
     return groups
+
+
+def _pack_part(part: Group, depth: int, limits: Limits, apart: int) -> list[Group]:
+    """A part on its own: the section's own text cut where it does not fit, a sub-section
+    packed one level deeper."""
+    if len(part[0].path) <= depth:
+        return pack_run(part, limits)
+    return _pack_section(part, depth + 1, limits, apart)
 
 
 def _parts(units: list[Unit], depth: int) -> list[Group]:

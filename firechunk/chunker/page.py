@@ -14,7 +14,13 @@ from firechunk.chunker import boundaries
 from firechunk.chunker.blocks import HEADING, Block, count_block, parse_blocks
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
 from firechunk.chunker.packing import pack_units
-from firechunk.chunker.sections import common_path, headers_of, split_sections, titles
+from firechunk.chunker.sections import (
+    common_path,
+    headers_of,
+    naming_depth,
+    split_sections,
+    titles,
+)
 from firechunk.chunker.sizer import Sizer
 from firechunk.chunker.split import Limits, Unit, build_units
 
@@ -68,8 +74,11 @@ def chunk_page(
     count: Sizer,
     options: ChunkerOptions | None = None,
     chrome: frozenset[str] = frozenset(),
+    many_urls: bool = False,
 ) -> PageChunks:
-    """`chrome`: the page's lines that the crawl shows to be chrome (`firechunk.run.chrome`)."""
+    """`chrome`: the page's lines that the crawl shows to be chrome (`firechunk.run.chrome`).
+    `many_urls`: the crawl got this same page at several URLs, each naming one of its
+    sections, so those sections get chunks of their own (`packing`)."""
     options = options or ChunkerOptions()
     text = check_page(markdown, options)
     cleaned = clean_markdown(text, options.cleanup, chrome)
@@ -78,7 +87,8 @@ def chunk_page(
         raise PageRejected("header-only" if blocks else "empty", "no content besides headings")
     sections = split_sections(blocks)
     units = build_units(sections, cleaned.lines, options.limits, count)
-    groups = pack_units(units, options.limits)
+    apart = naming_depth(titles(unit.path) for unit in units) if many_urls else 0
+    groups = pack_units(units, options.limits, apart)
     groups = boundaries.attach_lone_headings(groups, options.limits)
     groups = boundaries.merge_small(groups, options.limits)
     groups, texts, tokens = _within_hard_limit(groups, options.limits, count)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -81,3 +82,14 @@ def common_path(paths: list[HeadingPath]) -> HeadingPath:
         while depth and path[:depth] != first[:depth]:
             depth -= 1
     return first[:depth]
+
+
+def naming_depth(paths: Iterable[Sequence[str]]) -> int:
+    """How many headings deep the sections lie that a page's URLs name, when one page is
+    served at many URLs: the depth with the most distinct titles (ties: the deeper), so a
+    reference page's functions and not its repeated "Parameters". 0 for no headings."""
+    distinct: dict[int, set[str]] = {}
+    for path in paths:
+        for depth in range(1, len(path) + 1):
+            distinct.setdefault(depth, set()).add(path[depth - 1])
+    return max(distinct, key=lambda depth: (len(distinct[depth]), depth), default=0)

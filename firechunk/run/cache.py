@@ -63,9 +63,11 @@ def chunker_version() -> str:
 
 def outcome_key(page: PageInput, raw_hash: str, encoding: str, options: ChunkerOptions) -> str:
     """Everything `chunk_page` reads: the markdown (by its hash), the title, the page's
-    chrome lines, the options, the encoding, and the code (`chunker_version`)."""
+    chrome lines, whether it was served at many URLs, the options, the encoding, and the
+    code (`chunker_version`)."""
     chrome = sorted(page.chrome)
-    parts = [chunker_version(), encoding, repr(options), page.title, raw_hash, *chrome]
+    parts = [chunker_version(), encoding, repr(options), page.title, raw_hash, page.many_urls]
+    parts += chrome
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 

@@ -6,7 +6,7 @@ cite one arbitrary URL. Here each URL's last path segment is matched to the page
 names, and a chunk cites the URL of the section it is in:
 
 - the sections a URL may name are those of the heading level with the most distinct
-  titles (a reference page's functions, not its repeated "Parameters");
+  titles (`naming_depth`: a reference page's functions, not its repeated "Parameters");
 - a section whose title reads as the slug ("Using filters" for `using-filters`) or holds it
   as a word ("Upsert data" for `upsert`) scores high;
 - a section whose rarest function call is the slug (`.eq(` for `eq`, where every section
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from firechunk.chunker.headings import heading_text
+from firechunk.chunker.sections import naming_depth
 from firechunk.chunker.syntax import is_atx_heading
 
 TITLE_MATCH = 100  # the title reads as the slug
@@ -53,13 +54,9 @@ def cite(
 def _candidates(sections: list[list[list[str]]], texts: list[str]) -> dict[Section, str]:
     """The sections a URL may name, each with its text and its sub-sections' text."""
     own = _section_texts(sections, texts)
-    distinct_titles: dict[int, set[str]] = {}
-    for path in own:
-        for depth in range(1, len(path) + 1):
-            distinct_titles.setdefault(depth, set()).add(path[depth - 1])
-    if not distinct_titles:
+    depth = naming_depth(own)
+    if not depth:
         return {}
-    depth = max(distinct_titles, key=lambda d: (len(distinct_titles[d]), d))
     candidates: dict[Section, list[str]] = {}
     for path, text in own.items():
         if len(path) >= depth:

@@ -104,7 +104,7 @@ def chunk_pages(
 
 def _outcome(page: PageInput, sizer: Sizer, options: ChunkerOptions) -> StoredOutcome:
     try:
-        chunks = chunk_page(page.markdown, page.title, sizer, options, page.chrome)
+        chunks = chunk_page(page.markdown, page.title, sizer, options, page.chrome, page.many_urls)
     except PageRejected as rejected:
         return StoredOutcome(page.index, reason=rejected.reason, detail=rejected.detail)
     except Exception as error:  # a parser bug must not sink the run

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from firechunk.run.chrome import chrome_lines
 from firechunk.run.urls import canonical_url
@@ -26,6 +26,9 @@ class PageInput:
     # The lines of this page that are the site's chrome (`firechunk.run.chrome`): decided
     # across the crawl, removed by the page's clean-up.
     chrome: frozenset[str] = frozenset()
+    # Whether the crawl got this same markdown at other URLs too: one page (a single-page
+    # app) that each URL names a section of (set by `plan_pages`).
+    many_urls: bool = False
 
 
 def page_inputs(crawl: CrawlResult) -> list[PageInput]:
@@ -117,6 +120,7 @@ class Plan:
 
 def plan_pages(inputs: list[PageInput]) -> Plan:
     """Chunk one page per canonical URL and per identical markdown: the first in crawl order."""
+    urls_by_markdown: dict[str, set[str]] = {}
     first_by_url: dict[str, int] = {}
     first_by_markdown: dict[str, int] = {}
     pages, to_chunk = [], []
@@ -126,6 +130,7 @@ def plan_pages(inputs: list[PageInput]) -> Plan:
         raw_hash = _sha256(markdown)
         known = first_by_url.get(canonical) if canonical else None
         known = known if known is not None else first_by_markdown.get(raw_hash)
+        urls_by_markdown.setdefault(raw_hash, set()).add(canonical)
         if known is None:
             known = page.index
             first_by_url.setdefault(canonical, page.index)
@@ -135,6 +140,11 @@ def plan_pages(inputs: list[PageInput]) -> Plan:
         pages.append(
             PlannedPage(page.index, page.url, page.title, canonical, raw_hash, known, size)
         )
+    many = {raw for raw, urls in urls_by_markdown.items() if len(urls) > 1}
+    to_chunk = [
+        replace(page, many_urls=True) if pages[page.index].raw_hash in many else page
+        for page in to_chunk
+    ]
     return Plan(pages, to_chunk)
 
 
