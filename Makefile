@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/firechunk rebuild --replay data/sample/crawl.json --data-dir data
+	$(BIN)/firechunk rebuild --replay data/sample/crawl.json --data-dir data --load
+	$(BIN)/firechunk search "what happens to a message that keeps failing" --data-dir data -k 3
 	@echo "outputs: data/latest/ (chunks.json, chunks.parquet, pages.parquet, report.json, changes.json, validation/)"
+	@echo "database: data/postgres/ (firechunk search \"...\" --data-dir data)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -31,4 +33,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/chunk_speed.py
 
 clean:
-	rm -rf $(VENV) data/runs data/jobs data/raw
+	rm -rf $(VENV) data/runs data/jobs data/raw data/latest data/postgres

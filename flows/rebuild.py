@@ -1,4 +1,5 @@
-"""The nightly rebuild: crawl (or replay) -> chunk -> write -> validate -> publish -> prune.
+"""The nightly rebuild: crawl (or replay) -> chunk -> write -> validate -> publish -> prune
+(-> load into Postgres + pgvector).
 
 Deployed twice by `prefect.yaml`: `supabase-nightly` on a schedule and `manual-rebuild` for
 runs started by hand; `firechunk rebuild` runs it locally. The same stages split in two
@@ -24,6 +25,7 @@ from schemas.publish import PublishResult
 from tasks.artifacts import report_to_dashboard, timed
 from tasks.chunk import chunk_on_runner
 from tasks.crawl import DEFAULT_SECRET_BLOCK
+from tasks.load import EmbedderName, load_database
 from tasks.run import RunNotPublished, prune_old_runs, publish, start, validate, write
 from tasks.runners import TaskRunnerKind, make_task_runner
 
@@ -45,6 +47,12 @@ def rebuild(
     run_id: str | None = None,
     full: bool = False,
     keep_runs: int = 14,
+    load: bool = False,
+    embedder: EmbedderName = "local",
+    embedding_model: str | None = None,
+    embedding_dimensions: int | None = None,
+    embedding_base_url: str | None = None,
+    allow_shrink: bool = False,
 ) -> PublishResult:
     """Rebuild the chunks of `site_url`, or of the saved crawl `replay` (no network).
 
@@ -52,7 +60,10 @@ def rebuild(
     it passed validation; a failed validation fails the flow run after the dashboard has
     the report. Pages the last good run chunked are reused unless `full`. Once a run is
     published, finished runs and raw crawls beyond the `keep_runs` newest are removed (0
-    keeps them all).
+    keeps them all). With `load`, the published run is then loaded into Postgres + pgvector
+    (`tasks.load`: the URL from the Secret block `firechunk-db-url`, else FIRECHUNK_DB_URL,
+    else an embedded Postgres under `data_dir`), embedded with `embedder` ("local", or
+    "openai" with `embedding_model`); `allow_shrink` lets it delete over 20 % of the rows.
     """
     check_keep(keep_runs)  # before any work: a typo must not cost a crawl
     seconds: dict[str, float] = {}
@@ -83,4 +94,14 @@ def rebuild(
     seconds["total"] = sum(seconds.values())
     removed = prune_old_runs(data_dir, keep_runs, replay)
     report_to_dashboard(written.report, seconds, result, removed)
+    if load:
+        load_database(
+            data_dir,
+            result.run_id,
+            embedder,
+            embedding_model,
+            embedding_dimensions,
+            embedding_base_url,
+            allow_shrink,
+        )
     return result

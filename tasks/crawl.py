@@ -12,11 +12,9 @@ or flow parameter (parameters are recorded by the Prefect API) and never logged.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from prefect import Task, get_run_logger, task
-from prefect.blocks.system import Secret
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
 from prefect.states import State
@@ -31,6 +29,7 @@ from firechunk.crawl.errors import (
     TargetMismatchError,
 )
 from schemas.job import ApiVersion, CrawlTarget
+from tasks.secrets import secret_or_env
 
 API_KEY_ENV = "FIRECRAWL_API_KEY"
 DEFAULT_SECRET_BLOCK = "firecrawl-api-key"
@@ -47,13 +46,8 @@ _NEEDS_A_PERSON = (
 
 def firecrawl_api_key(secret_block: str | None = DEFAULT_SECRET_BLOCK) -> tuple[str | None, str]:
     """The key and where it came from: the Secret block if it exists, else the environment."""
-    if secret_block:
-        try:
-            return Secret.load(secret_block).get(), f"Prefect Secret block {secret_block!r}"
-        except ValueError:  # Prefect's "Unable to find block document named ..."
-            pass
-    key = os.environ.get(API_KEY_ENV) or None
-    return key, (f"${API_KEY_ENV}" if key else "nowhere (a complete crawl replays without one)")
+    key, source = secret_or_env(secret_block, API_KEY_ENV)
+    return key, (source if key else "nowhere (a complete crawl replays without one)")
 
 
 def _worth_retrying(task: Task, task_run: TaskRun, state: State) -> bool:

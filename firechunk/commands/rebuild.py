@@ -91,6 +91,14 @@ def rebuild(
             "ones; 0 keeps everything.",
         ),
     ] = 14,
+    load: Annotated[
+        bool,
+        typer.Option(
+            "--load",
+            help="Then load the published run into Postgres + pgvector (FIRECHUNK_DB_URL, "
+            "else an embedded Postgres under DATA_DIR/postgres), as `firechunk load` does.",
+        ),
+    ] = False,
 ) -> None:
     """Crawl (or replay), chunk, validate and publish: the rebuild flow, run locally."""
     os.environ.setdefault(
@@ -118,6 +126,7 @@ def rebuild(
         "run_id": run_id,
         "full": full,
         "keep_runs": keep_runs,
+        "load": load,
     }
     try:
         check_keep(keep_runs)  # before Prefect starts

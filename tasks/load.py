@@ -1,0 +1,110 @@
+"""The rebuild's `load` stage: the published run into Postgres + pgvector.
+
+The database URL comes from a Prefect Secret block (default `firechunk-db-url`), else
+FIRECHUNK_DB_URL, else the embedded Postgres under the data directory; an `openai`
+embedder's key from the Secret block `openai-api-key`, else OPENAI_API_KEY. Neither value
+is logged, only where it came from. The dashboard gets a `load` artifact: rows inserted,
+updated, deleted, embedded, and seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from firechunk.db.connect import DB_URL_ENV, connect, redact
+from firechunk.db.load import DEFAULT_MAX_SHRINK, LoadResult, load_run
+from firechunk.db.runs import published_run
+from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
+from tasks.secrets import secret_or_env
+
+EmbedderName = Literal["local", "openai"]
+DB_SECRET_BLOCK = "firechunk-db-url"
+EMBEDDING_KEY_BLOCK = "openai-api-key"
+LOAD_KEY = "rebuild-load"
+PROGRESS_EVERY = 0.1
+
+
+@task(name="load-database", cache_policy=NO_CACHE)
+def load_database(
+    data_dir: Path,
+    run_id: str,
+    embedder: EmbedderName = "local",
+    embedding_model: str | None = None,
+    embedding_dimensions: int | None = None,
+    embedding_base_url: str | None = None,
+    allow_shrink: bool = False,
+    max_shrink: float = DEFAULT_MAX_SHRINK,
+    db_secret_block: str = DB_SECRET_BLOCK,
+) -> LoadResult:
+    """Make the database hold exactly run `run_id` of `data_dir` (see `firechunk.db.load`)."""
+    logger = get_run_logger()
+    url, source = secret_or_env(db_secret_block, DB_URL_ENV)
+    logger.info(
+        "loading run %s into %s", run_id, f"the database from {source}" if url else
+        f"the embedded Postgres in {Path(data_dir) / 'postgres'}"
+    )  # fmt: skip
+    built = make_embedder(embedder, **_embedder_options(
+        embedder, embedding_model, embedding_dimensions, embedding_base_url
+    ))  # fmt: skip
+    run = published_run(Path(data_dir), run_id)
+    with connect(url, Path(data_dir)) as conn:
+        conn.autocommit = True
+        result = load_run(
+            conn,
+            run,
+            built,
+            allow_shrink=allow_shrink,
+            max_shrink=max_shrink,
+            say=lambda message: logger.info("%s", redact(message)),
+            progress=_progress_logger(),
+        )
+    logger.info(
+        "run %s loaded: %d inserted, %d updated, %d deleted, %d embedded in %.1f s",
+        result.run_id, result.inserted, result.updated, result.deleted, result.embedded,
+        result.seconds,
+    )  # fmt: skip
+    create_table_artifact(load_rows(result), key=LOAD_KEY, description="What the load changed")
+    return result
+
+
+def _embedder_options(
+    name: str, model: str | None, dimensions: int | None, base_url: str | None
+) -> dict:
+    if name != "openai":
+        return {}
+    key, _ = secret_or_env(EMBEDDING_KEY_BLOCK, OPENAI_KEY_ENV)
+    options = {"model": model, "dimensions": dimensions, "api_key": key}
+    return {**options, "base_url": base_url} if base_url else options
+
+
+def _progress_logger():
+    """Log embedding progress at every tenth of the chunks to embed."""
+    logger = get_run_logger()
+    logged = [0]
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done - logged[0] >= max(1, int(total * PROGRESS_EVERY)):
+            logged[0] = done
+            logger.info("embedded %d of %d chunks", done, total)
+
+    return progress
+
+
+def load_rows(result: LoadResult) -> list[dict]:
+    """The load artifact's table: numbers as numbers."""
+    return [
+        {"figure": "rows inserted", "value": result.inserted},
+        {"figure": "rows updated", "value": result.updated},
+        {"figure": "rows deleted", "value": result.deleted},
+        {"figure": "chunks embedded", "value": result.embedded},
+        {"figure": "chunks held", "value": result.chunks},
+        {"figure": "seconds", "value": result.seconds},
+        {"figure": "run", "value": result.run_id},
+        {"figure": "previous run", "value": result.previous_run_id or "none"},
+        {"figure": "model", "value": f"{result.model} ({result.dimensions} dimensions)"},
+    ]

@@ -1,0 +1,22 @@
+"""Secrets for the flows: a Prefect Secret block if it exists, else an environment variable.
+
+The value goes to the client that needs it and nowhere else; what is logged is only where
+it came from.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prefect.blocks.system import Secret
+
+
+def secret_or_env(block: str | None, env: str) -> tuple[str | None, str]:
+    """The secret and where it came from (None and "nowhere" when neither has it)."""
+    if block:
+        try:
+            return Secret.load(block).get(), f"Prefect Secret block {block!r}"
+        except ValueError:  # Prefect's "Unable to find block document named ..."
+            pass
+    value = os.environ.get(env) or None
+    return value, (f"${env}" if value else "nowhere")

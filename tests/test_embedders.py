@@ -1,0 +1,376 @@
+"""The embedders: the local MiniLM run for real, the openai one against a local server.
+
+The server speaks OpenAI's `POST /embeddings` on 127.0.0.1 and answers deterministic
+vectors, in reverse order (each with its `index`), or the scripted failures a test asks for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from firechunk import embedders
+from firechunk.embedders import (
+    BERT_HELLO_WORLD,
+    MINILM_DIMENSIONS,
+    EmbedderError,
+    local_embedder,
+    make_embedder,
+    openai_embedder,
+)
+
+REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
+# bench/embedder_reference.py measured cosine(int8, fp32) 0.9994-0.9996 on its sentences;
+# leaving out [SEP] already drops it to 0.996, CLS pooling to 0.36-0.56.
+REFERENCE_COSINE = 0.998
+KEY = "sk-canary-7f3a9c1e5b2d"
+SERVER_DIMENSIONS = 8
+TEXTS = [
+    "How do I reset my password?",
+    "What are the steps to recover a forgotten password?",
+    "The recipe calls for two cups of flour and a pinch of salt.",
+    "const { data, error } = await supabase.auth.signInWithPassword({ email, password })",
+    "Auth > Server-Side Rendering > Creating a client",
+    "x",
+    "",
+    "Café, Zürich, 東京",
+    "Row Level Security restricts which rows a user can read or change. " * 40,  # > 256 pieces
+]
+
+
+# ---------------------------------------------------------------------------------------
+# local
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local():
+    return local_embedder()
+
+
+def test_local_tokenizer_is_bert_base_uncased(local):
+    assert local.tokenize("Hello world") == BERT_HELLO_WORLD == [101, 7592, 2088, 102]
+    assert len(local.tokenize(TEXTS[-1])) == 256  # cut as sentence-transformers cuts
+
+
+def test_local_vectors_are_unit_float32_rows(local):
+    vectors = local.embed(TEXTS)
+    assert vectors.shape == (len(TEXTS), MINILM_DIMENSIONS) == (len(TEXTS), local.dimensions)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert local.model.startswith("sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX")
+
+
+def test_local_is_deterministic_and_batches_change_nothing(local):
+    together = local.embed(TEXTS)
+    assert np.array_equal(together, local.embed(TEXTS))
+    alone = np.stack([local.embed([text])[0] for text in TEXTS])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    small_batches = local_embedder(batch_size=2).embed(TEXTS)
+    np.testing.assert_allclose(together, small_batches, atol=1e-5)
+
+
+def test_local_paraphrase_scores_above_unrelated(local):
+    question, paraphrase, unrelated = local.embed(TEXTS[:3])
+    assert question @ paraphrase > 0.6 > 0.2 > question @ unrelated
+
+
+def test_local_empty_input(local):
+    assert local.embed([]).shape == (0, MINILM_DIMENSIONS)
+
+
+def test_local_progress_counts_texts_done(local):
+    seen: list[int] = []
+    local_embedder(batch_size=4).embed(TEXTS, seen.append)
+    assert seen == [4, 8, 9]
+
+
+def test_local_matches_fp32_reference(local):
+    """Vectors of the fp32 weights, from bench/embedder_reference.py (numpy forward pass)."""
+    sentences = json.loads(REFERENCE.read_text(encoding="utf-8"))["sentences"]
+    reference = np.array([sentence["vector"] for sentence in sentences])
+    reference /= np.linalg.norm(reference, axis=1, keepdims=True)
+    ours = local.embed([sentence["text"] for sentence in sentences])
+    cosines = (ours * reference).sum(axis=1)
+    assert len(sentences) == 3
+    assert (cosines >= REFERENCE_COSINE).all(), cosines
+
+
+def test_local_bad_tokenizer_file(tmp_path):
+    with pytest.raises(EmbedderError, match="no such tokenizer file"):
+        local_embedder(tokenizer_path=tmp_path / "tokenizer.json")
+
+
+def test_local_names_a_missing_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(EmbedderError, match="needs the package `onnxruntime`.*pip install"):
+        embedders._require("onnxruntime", "onnxruntime")
+
+
+def test_local_refuses_one_string(local):
+    with pytest.raises(TypeError):
+        local.embed("one text")
+
+
+def test_make_embedder_by_name(local):
+    assert make_embedder("local", batch_size=8).model == local.model
+    with pytest.raises(EmbedderError, match="choose one of local, openai"):
+        make_embedder("sbert")
+    with pytest.raises(EmbedderError, match="unexpected keyword argument 'colour'"):
+        make_embedder("local", colour="blue")
+
+
+# ---------------------------------------------------------------------------------------
+# openai, against a local server
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One scripted answer, used by the next request instead of a normal one."""
+
+    status: int = 200
+    retry_after: str | None = None
+    delay: float = 0.0  # sleep first (trips the client's timeout)
+    drop_one: bool = False  # one vector fewer than texts
+    dimensions: int | None = None  # vectors of this length instead
+    echo_auth: bool = False  # the error body repeats the Authorization header
+
+
+def vector(text: str, dimensions: int) -> list[float]:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return [digest[i] - 127.5 for i in range(dimensions)]
+
+
+class FakeEmbeddings:
+    """An OpenAI-compatible embeddings server on 127.0.0.1 (port 0), in a thread."""
+
+    def __init__(self, key: str = KEY, answers: list[Answer] | None = None) -> None:
+        self.key = key
+        self.answers = deque(answers or [])
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.server.handle_error = lambda request, address: None  # a timed-out client
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeEmbeddings:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+    def answer(self, headers: Any, body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        with self.lock:
+            self.requests.append({"body": body, "authorization": headers.get("Authorization")})
+            scripted = self.answers.popleft() if self.answers else Answer()
+        time.sleep(scripted.delay)
+        auth = headers.get("Authorization", "")
+        if auth != f"Bearer {self.key}":
+            message = f"Incorrect API key provided. You sent: {auth}"
+            return 401, {}, {"error": {"message": message, "type": "invalid_request_error"}}
+        if scripted.status != 200:
+            extra = {"Retry-After": scripted.retry_after} if scripted.retry_after else {}
+            message = f"scripted {scripted.status}"
+            if scripted.echo_auth:
+                message += f" for Authorization: {auth} (key {self.key})"
+            return scripted.status, extra, {"error": {"message": message}}
+        size = scripted.dimensions or body.get("dimensions") or SERVER_DIMENSIONS
+        data = [
+            {"object": "embedding", "index": i, "embedding": vector(text, size)}
+            for i, text in enumerate(body["input"])
+        ]
+        if scripted.drop_one:
+            data.pop()
+        return 200, {}, {"object": "list", "data": data[::-1], "model": body["model"]}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length))
+                if self.path != "/v1/embeddings":
+                    status, headers, answer = 404, {}, {"error": {"message": "no such route"}}
+                else:
+                    status, headers, answer = fake.answer(self.headers, body)
+                payload = json.dumps(answer).encode()
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        return Handler
+
+
+def expected(texts: list[str], dimensions: int = SERVER_DIMENSIONS) -> np.ndarray:
+    rows = np.array([vector(text, dimensions) for text in texts], dtype=np.float64)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def client(server: FakeEmbeddings, **options: Any):
+    options = {"api_key": KEY, "backoff_seconds": 0.0, "timeout": 5.0, **options}
+    return openai_embedder("text-embedding-test", base_url=server.base_url, **options)
+
+
+def test_openai_batches_and_restores_order():
+    seen: list[int] = []
+    with FakeEmbeddings() as server:
+        vectors = client(server, batch_size=3).embed(TEXTS[:7], seen.append)
+    assert [len(r["body"]["input"]) for r in server.requests] == [3, 3, 1]
+    assert all(r["authorization"] == f"Bearer {KEY}" for r in server.requests)
+    assert all("dimensions" not in r["body"] for r in server.requests)
+    assert server.requests[0]["body"]["model"] == "text-embedding-test"
+    assert seen == [3, 6, 7]
+    assert vectors.dtype == np.float32 and vectors.shape == (7, SERVER_DIMENSIONS)
+    np.testing.assert_allclose(vectors, expected(TEXTS[:7]), atol=1e-6)
+
+
+def test_openai_dimensions_asked_are_sent():
+    with FakeEmbeddings() as server:
+        embedder = client(server, dimensions=5)
+        vectors = embedder.embed(TEXTS[:2])
+    assert server.requests[0]["body"]["dimensions"] == 5
+    assert vectors.shape == (2, 5) and embedder.dimensions == 5
+    np.testing.assert_allclose(vectors, expected(TEXTS[:2], 5), atol=1e-6)
+
+
+def test_openai_dimensions_learned_from_the_first_answer():
+    with FakeEmbeddings() as server:
+        embedder = client(server)
+        assert embedder.embed([]).shape == (0, 0)  # nothing asked, nothing known yet
+        assert embedder.dimensions == SERVER_DIMENSIONS  # one short request
+        assert len(server.requests) == 1
+        assert embedder.embed(TEXTS[:2]).shape == (2, SERVER_DIMENSIONS)
+        assert embedder.embed([]).shape == (0, SERVER_DIMENSIONS)
+    assert len(server.requests) == 2
+
+
+def test_openai_retries_429_after_its_retry_after():
+    with FakeEmbeddings(answers=[Answer(429, retry_after="0.3")]) as server:
+        started = time.perf_counter()
+        vectors = client(server).embed(TEXTS[:2])
+        waited = time.perf_counter() - started
+    assert len(server.requests) == 2
+    assert waited >= 0.3
+    np.testing.assert_allclose(vectors, expected(TEXTS[:2]), atol=1e-6)
+
+
+def test_openai_retries_500_twice_and_keeps_the_key_out_of_logs(caplog):
+    answers = [Answer(500, echo_auth=True), Answer(502, echo_auth=True)]
+    with caplog.at_level(logging.WARNING), FakeEmbeddings(answers=answers) as server:
+        vectors = client(server).embed(TEXTS[:2])
+    assert len(server.requests) == 3
+    assert vectors.shape == (2, SERVER_DIMENSIONS)
+    assert "HTTP 500" in caplog.text and "attempt 2 of 6" in caplog.text
+    assert KEY not in caplog.text and "Bearer sk" not in caplog.text
+
+
+def test_openai_gives_up_after_max_attempts():
+    with (
+        FakeEmbeddings(answers=[Answer(503)] * 5) as server,
+        pytest.raises(EmbedderError, match=r"HTTP 503: scripted 503 \(gave up after 3 attempts"),
+    ):
+        client(server, max_attempts=3).embed(TEXTS[:2])
+    assert len(server.requests) == 3
+
+
+def test_openai_retries_a_timeout():
+    with FakeEmbeddings(answers=[Answer(delay=1.0)]) as server:
+        vectors = client(server, timeout=0.2).embed(TEXTS[:2])
+    assert len(server.requests) == 2
+    assert vectors.shape == (2, SERVER_DIMENSIONS)
+
+
+def test_openai_connection_refused_fails_after_max_attempts():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    embedder = openai_embedder(
+        "m", base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, max_attempts=2, backoff_seconds=0
+    )
+    with pytest.raises(EmbedderError, match="ConnectError.*gave up after 2 attempts") as raised:
+        embedder.embed(["a"])
+    assert raised.value.__context__ is None  # the httpx error holds the request's headers
+
+
+def test_openai_bad_key_fails_at_once_without_the_key():
+    with FakeEmbeddings(key="sk-the-right-one-0000") as server:
+        with pytest.raises(EmbedderError) as raised:
+            client(server).embed(TEXTS[:2])
+        assert len(server.requests) == 1
+    message = str(raised.value)
+    assert "HTTP 401" in message and "Incorrect API key provided" in message
+    assert KEY not in message and "Bearer sk" not in message
+    assert raised.value.__cause__ is None and raised.value.__context__ is None  # no request
+
+
+@pytest.mark.parametrize("status", [400, 403, 404])
+def test_openai_client_errors_fail_at_once(status):
+    with FakeEmbeddings(answers=[Answer(status, echo_auth=True)]) as server:
+        with pytest.raises(EmbedderError, match=f"HTTP {status}: scripted {status}") as raised:
+            client(server).embed(TEXTS[:2])
+        assert len(server.requests) == 1
+    assert KEY not in str(raised.value)
+
+
+def test_openai_key_from_the_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeEmbeddings() as server:
+        embedder = make_embedder("openai", model="m", base_url=server.base_url)
+        assert embedder.embed(["a"]).shape == (1, SERVER_DIMENSIONS)
+    assert KEY not in repr(embedder)
+
+
+def test_openai_missing_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(EmbedderError, match="OPENAI_API_KEY"):
+        openai_embedder("text-embedding-3-small")
+    with pytest.raises(EmbedderError, match="OPENAI_API_KEY"):
+        make_embedder("openai", model="text-embedding-3-small")
+
+
+def test_openai_wrong_count_or_length():
+    answers = [Answer(drop_one=True), Answer(), Answer(dimensions=4)]
+    with FakeEmbeddings(answers=answers) as server:
+        embedder = client(server)
+        with pytest.raises(EmbedderError, match="2 vectors for 3 texts"):
+            embedder.embed(TEXTS[:3])
+        embedder.embed(TEXTS[:3])  # learns 8 dimensions
+        with pytest.raises(EmbedderError, match="vectors of 4 numbers, not 8"):
+            embedder.embed(TEXTS[:3])
+    with (
+        FakeEmbeddings(answers=[Answer(dimensions=4)]) as server,
+        pytest.raises(EmbedderError, match="vectors of 4 numbers, not 5"),
+    ):
+        client(server, dimensions=5).embed(TEXTS[:1])
