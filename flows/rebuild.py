@@ -25,7 +25,7 @@ from schemas.publish import PublishResult
 from tasks.artifacts import report_to_dashboard, timed
 from tasks.chunk import chunk_on_runner
 from tasks.crawl import DEFAULT_SECRET_BLOCK
-from tasks.load import EmbedderName, load_database
+from tasks.load import DB_SECRET_BLOCK, EmbedderName, load_database
 from tasks.run import RunNotPublished, prune_old_runs, publish, start, validate, write
 from tasks.runners import TaskRunnerKind, make_task_runner
 
@@ -53,6 +53,7 @@ def rebuild(
     embedding_dimensions: int | None = None,
     embedding_base_url: str | None = None,
     allow_shrink: bool = False,
+    db_secret_block: str = DB_SECRET_BLOCK,
 ) -> PublishResult:
     """Rebuild the chunks of `site_url`, or of the saved crawl `replay` (no network).
 
@@ -61,7 +62,7 @@ def rebuild(
     the report. Pages the last good run chunked are reused unless `full`. Once a run is
     published, finished runs and raw crawls beyond the `keep_runs` newest are removed (0
     keeps them all). With `load`, the published run is then loaded into Postgres + pgvector
-    (`tasks.load`: the URL from the Secret block `firechunk-db-url`, else FIRECHUNK_DB_URL,
+    (`tasks.load`: the URL from the Secret block `db_secret_block`, else FIRECHUNK_DB_URL,
     else an embedded Postgres under `data_dir`), embedded with `embedder` ("local", or
     "openai" with `embedding_model`); `allow_shrink` lets it delete over 20 % of the rows.
     """
@@ -103,5 +104,6 @@ def rebuild(
             embedding_dimensions,
             embedding_base_url,
             allow_shrink,
+            db_secret_block=db_secret_block,
         )
     return result

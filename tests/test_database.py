@@ -315,3 +315,44 @@ def test_kill_9_during_a_load_leaves_the_previous_run_and_the_next_load_complete
     assert held(db, runs) == run_texts(runs, "a")
     result = load(db, runs, "c", model)  # the lock died with the session: this one runs
     assert result.run_id == "c" and held(db, runs) == run_texts(runs, "c")
+
+
+def test_the_rebuild_flow_loads_with_the_url_from_a_secret_block_and_never_shows_it(
+    prefect_api, server, tmp_path
+):
+    from prefect.blocks.system import Secret
+
+    from flows.rebuild import rebuild
+    from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, logs_of
+
+    password = "canary-db-password-7f3a"
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f"create database {name}")
+        admin.execute(f"create role loader_{name} login password '{password}' superuser")
+    url = server.replace("postgres:@/postgres?", f"loader_{name}:{password}@/{name}?")
+    Secret(value=url).save("firechunk-db-url-test", overwrite=True)
+    data_dir = tmp_path / "data"
+    state = rebuild(
+        replay=SAMPLE_CRAWL, data_dir=data_dir, workers=1, run_id="night-1", load=True,
+        db_secret_block="firechunk-db-url-test", return_state=True,
+    )  # fmt: skip
+    assert state.is_completed(), state.message
+    expected = run_texts(data_dir, "night-1")
+    assert held(url, data_dir) == expected
+    flow_run_id = state.state_details.flow_run_id
+    rows = {
+        row["figure"]: row["value"] for row in _table(artifacts_of(flow_run_id)["rebuild-load"])
+    }
+    assert rows["rows inserted"] == rows["chunks embedded"] == len(expected)
+    assert rows["rows deleted"] == 0 and isinstance(rows["seconds"], float)
+    logs = logs_of(flow_run_id)
+    assert any("Secret block 'firechunk-db-url-test'" in message for message in logs)
+    assert not [message for message in logs if password in message]
+    assert not [
+        p for p in data_dir.rglob("*") if p.is_file() and password.encode() in p.read_bytes()
+    ]
+
+
+def _table(artifact) -> list[dict]:
+    return json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data

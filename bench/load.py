@@ -1,0 +1,429 @@
+"""Loading a 5,000-page replay into Postgres + pgvector, then a 1 %-changed night: time.
+
+    python bench/load.py [--pages 5000] [--changed 0.01] [--workers 2] [--batch-size 32]
+                         [--sample 500] [--repeat 3] [--json PATH] [--keep DIR]
+
+The replay is `bench/scale.py`'s (imported from it, not copied): `--pages` pages cycled
+from the distinct pages of `../shared/corpus/`, each with a URL and a made-up word of its
+own, and a second crawl with `--changed` of the pages changed (80 % edited, 10 % removed,
+10 % added). Both crawls are chunked without Prefect, as `firechunk chunk` does
+(`start_run` then `run_here` on a pool of `--workers` processes), into one data
+directory, so the second run's baseline is the first. The database is the embedded
+PostgreSQL 18 + pgvector that `firechunk load` starts under the data directory when no
+URL is given; it starts empty and is stopped at the end.
+
+In one invocation, in this order:
+
+1. throughput: the local embedder (all-MiniLM-L6-v2 int8 ONNX on the CPU, `--batch-size`
+   texts a batch) on a fixed sample of `--sample` chunks of the full run, the text the
+   loader embeds (`RunChunk.embedded_text`). One untimed warm-up batch, then up to
+   `--repeat` timed passes over the whole sample (fewer once they have spent
+   `--budget` seconds; the count is printed); the median pass gives chunks/s and cl100k
+   tokens/s (the chunks' `token_count`). The model reads at most 256 word pieces a text,
+   so the share of sample chunks cut there is printed too: their tail is not embedded.
+2. full load: the full run into the empty database, `load_run` as `firechunk load` calls
+   it. Its wall time is split into the embedder's calls (timed by a thin wrapper that
+   hands every call to the real embedder) and the rest, which is the database's: the
+   diff, COPY, index upkeep and the commit.
+3. changed load: the 1 %-changed run. Checked: it embeds exactly the chunk ids the new
+   run has and the full run had not (from the two runs' chunks.json), and afterwards the
+   database holds exactly the new run's ids.
+4. again: the same run loaded a second time; checked: nothing changed, nothing embedded.
+5. anatomy: the full run's rows again (vectors read back from the database, not embedded
+   again) copied into a scratch table with no index, then each of the chunk table's
+   indexes built on it, each timed; the scratch table is dropped. This splits what the
+   full load's database seconds would cost if the indexes were built after the COPY
+   rather than kept up row by row during it.
+
+A failed check exits with status 1. The seconds each chunking run took are printed as
+context (they are `bench/scale.py`'s subject, not this bench's). The 1-minute load
+average is noted before and after, since the embedder's speed depends on free cores.
+Everything is built in a temporary directory, removed at the end unless `--keep DIR`
+(then DIR, which must not exist yet, keeps the crawls, the runs and the stopped database).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import orjson
+
+from firechunk.atomic import write_json
+from firechunk.db.connect import connect
+from firechunk.db.load import _COLUMNS, _TYPES, LoadResult, _row, load_run
+from firechunk.db.runs import PublishedRun, RunChunk, published_run
+from firechunk.db.schema import CHUNKS
+from firechunk.embedders import Embedder, local_embedder
+from firechunk.run.executors import process_pool
+from firechunk.run.stages import run_here, start_run
+from firechunk.run.write import CHUNKS_JSON
+
+BENCH_DIR = Path(__file__).resolve().parent
+SCRATCH = "firechunk_bench_copy"
+
+
+def main() -> int:
+    args = parse_args()
+    scale = import_scale()
+    files = sorted(scale.CORPUS_DIR.glob("*.json")) if scale.CORPUS_DIR.is_dir() else []
+    if not files:
+        print(f"skipped: no shared corpus at {scale.CORPUS_DIR} (it sits beside the repository)")
+        return 0
+    figures: dict = {"args": vars(args) | {"json": str(args.json), "keep": str(args.keep)}}
+    figures["load_average_before"] = os.getloadavg()[0]
+    started = time.perf_counter()
+    with workspace(args.keep) as work:
+        templates = scale.distinct_pages(files)
+        full_crawl, changed_crawl, changes = scale.build_replays(templates, args, work)
+        print(
+            f"{len(templates)} distinct corpus pages -> {args.pages} pages; second crawl: "
+            f"{changes['edited']} edited, {changes['removed']} removed, {changes['added']} added",
+            flush=True,
+        )
+        data_dir = work / "data"
+        figures["chunking"] = [
+            chunk_run("full", full_crawl, data_dir, args.workers),
+            chunk_run("changed", changed_crawl, data_dir, args.workers),
+        ]
+        figures.update(measure_loads(data_dir, args))
+    figures["bench_seconds"] = round(time.perf_counter() - started, 1)
+    figures["load_average_after"] = os.getloadavg()[0]
+    print_report(figures, args)
+    if args.json:
+        write_json(args.json, figures)
+    return 0
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=5000)
+    parser.add_argument("--changed", type=float, default=0.01, help="share of pages changed")
+    parser.add_argument("--workers", type=int, default=2, help="chunking processes")
+    parser.add_argument("--batch-size", type=int, default=32, help="texts per embedder batch")
+    parser.add_argument("--sample", type=int, default=500, help="chunks in the throughput sample")
+    parser.add_argument("--repeat", type=int, default=3, help="timed passes over the sample")
+    parser.add_argument(
+        "--budget", type=float, default=120.0, help="seconds after which passes stop repeating"
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--keep", type=Path, help="build in this new directory and keep it")
+    return parser.parse_args()
+
+
+def import_scale() -> ModuleType:
+    """`bench/scale.py`, whose replay this bench loads: one replay for both benches."""
+    if str(BENCH_DIR) not in sys.path:
+        sys.path.insert(0, str(BENCH_DIR))
+    import scale
+
+    return scale
+
+
+@contextlib.contextmanager
+def workspace(keep: Path | None) -> Iterator[Path]:
+    """A temporary directory removed at the end, or `keep`, created new and kept."""
+    if keep is not None:
+        keep.mkdir(parents=True)  # an existing directory could hold an older database
+        yield keep.resolve()
+        return
+    with tempfile.TemporaryDirectory(prefix="load-bench-") as scratch:
+        yield Path(scratch)
+
+
+# --- chunking (context, not the subject) ---------------------------------------------------
+
+
+def chunk_run(run_id: str, crawl: Path, data_dir: Path, workers: int) -> dict:
+    """One run as `firechunk chunk` makes it, published as `data_dir/latest`."""
+    started = time.perf_counter()
+    start = start_run(data_dir, run_id)
+    written, outcome, result = run_here(start, crawl, process_pool(workers), workers=workers)
+    seconds = time.perf_counter() - started
+    if not (outcome.success and result is not None and result.published):
+        raise SystemExit(f"run {run_id} was not published: {outcome}")
+    print(f"chunked {run_id}: {written.report.chunks_out} chunks, {seconds:.1f} s", flush=True)
+    return {"run": run_id, "seconds": round(seconds, 2), "chunks": written.report.chunks_out}
+
+
+def run_ids(data_dir: Path, run_id: str) -> set[str]:
+    """The chunk ids of a run, read from its chunks.json, independently of the loader."""
+    rows = orjson.loads((data_dir / "runs" / run_id / CHUNKS_JSON).read_bytes())
+    return {row["chunk_id"] for row in rows}
+
+
+# --- the embedder --------------------------------------------------------------------------
+
+
+class TimedEmbedder:
+    """The real embedder, with the time spent in its calls and the texts it was given
+    counted, so a load's seconds split into embedding and the database's share."""
+
+    def __init__(self, inner: Embedder):
+        self.inner = inner
+        self.model = inner.model
+        self.dimensions = inner.dimensions
+        self.seconds = 0.0
+        self.texts = 0
+
+    def embed(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return self.inner.embed(texts, progress)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.texts += len(texts)
+
+    def reset(self) -> None:
+        self.seconds, self.texts = 0.0, 0
+
+
+def throughput(embedder, chunks: Sequence[RunChunk], args: argparse.Namespace) -> dict:
+    """Median pass of the embedder over a fixed sample of the run's chunks."""
+    sample = random.Random(16).sample(list(chunks), min(args.sample, len(chunks)))
+    texts = [chunk.embedded_text for chunk in sample]
+    embedder.embed(texts[: args.batch_size])  # warm-up: onnxruntime's first run allocates
+    times: list[float] = []
+    while len(times) < args.repeat and (not times or sum(times) < args.budget):
+        started = time.perf_counter()
+        embedder.embed(texts)
+        times.append(time.perf_counter() - started)
+    seconds = statistics.median(times)
+    tokens = sum(chunk.token_count for chunk in sample)
+    pieces = [embedder.tokenizer.encode(text) for text in texts]
+    figures = {
+        "chunks": len(texts),
+        "passes": len(times),
+        "pass_seconds": [round(t, 2) for t in times],
+        "seconds": round(seconds, 2),
+        "chunks_per_second": round(len(texts) / seconds, 1),
+        "tokens_per_second": round(tokens / seconds),
+        "median_tokens": statistics.median(chunk.token_count for chunk in sample),
+        "word_pieces_per_second": round(sum(len(p.ids) for p in pieces) / seconds),
+        "cut_at_256_word_pieces": round(sum(bool(p.overflowing) for p in pieces) / len(texts), 3),
+    }
+    print(
+        f"throughput: {figures['chunks_per_second']} chunks/s, "
+        f"{figures['tokens_per_second']} tokens/s (median of {len(times)} passes)",
+        flush=True,
+    )
+    return figures
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def measure_loads(data_dir: Path, args: argparse.Namespace) -> dict:
+    """Throughput, the three loads with their checks, and the anatomy, on one database."""
+    embedder = TimedEmbedder(local_embedder(args.batch_size))
+    full = published_run(data_dir, "full")
+    figures = {"throughput": throughput(embedder.inner, full.chunks, args)}
+    full_ids, changed_ids = run_ids(data_dir, "full"), run_ids(data_dir, "changed")
+    with connect(None, data_dir) as conn:
+        conn.autocommit = True
+        figures["database"] = database_facts(conn)
+        first = load(conn, data_dir, "full", embedder, "first load (empty database)")
+        check_load(conn, first, full_ids, embedded=len(full_ids))
+        second = load(conn, data_dir, "changed", embedder, "1 %-changed night")
+        check_load(conn, second, changed_ids, embedded=len(changed_ids - full_ids))
+        third = load(conn, data_dir, "changed", embedder, "same run again")
+        check_load(conn, third, changed_ids, embedded=0)
+        if third["changed"]:
+            raise SystemExit("loading the same run again changed the database")
+        figures["loads"] = [first, second, third]
+        figures["anatomy"] = anatomy(conn, full)
+    figures["changes_json"] = change_counts(data_dir, full_ids, changed_ids)
+    return figures
+
+
+def load(conn, data_dir: Path, run_id: str, embedder: TimedEmbedder, label: str) -> dict:
+    """One `load_run`, timed from reading the run to the commit."""
+    embedder.reset()
+    started = time.perf_counter()
+    run = published_run(data_dir, run_id)
+    read = time.perf_counter() - started
+    result = load_run(conn, run, embedder, say=lambda text: print(text, flush=True))
+    seconds = time.perf_counter() - started - read
+    figures = load_figures(label, result, seconds, read, embedder)
+    print(
+        f"{label}: {seconds:.1f} s ({figures['embed_seconds']:.1f} s embedding), "
+        f"{result.inserted} inserted, {result.updated} updated, {result.deleted} deleted, "
+        f"{result.embedded} embedded",
+        flush=True,
+    )
+    return figures
+
+
+def load_figures(
+    label: str, result: LoadResult, seconds: float, read: float, embedder: TimedEmbedder
+) -> dict:
+    """The database's share is what is left of the load's wall time once the embedder's
+    calls are taken out: diff, COPY, updates, deletes, index upkeep and the commit."""
+    return {
+        "load": label,
+        "run": result.run_id,
+        "chunks": result.chunks,
+        "read_run_seconds": round(read, 2),
+        "seconds": round(seconds, 2),
+        "loader_seconds": result.seconds,
+        "embed_seconds": round(embedder.seconds, 2),
+        "database_seconds": round(seconds - embedder.seconds, 2),
+        "texts_embedded": embedder.texts,
+        "inserted": result.inserted,
+        "updated": result.updated,
+        "deleted": result.deleted,
+        "embedded": result.embedded,
+        "changed": result.changed,
+    }
+
+
+def check_load(conn, figures: dict, wanted_ids: set[str], *, embedded: int) -> None:
+    """The load embedded what it had to, and the database holds exactly the run's ids."""
+    held = {row[0] for row in conn.execute(f"select chunk_id::text from {CHUNKS}")}
+    problems = []
+    if figures["embedded"] != embedded or figures["texts_embedded"] != embedded:
+        problems.append(
+            f"embedded {figures['embedded']} chunks (the embedder saw "
+            f"{figures['texts_embedded']} texts), not the {embedded} ids the run adds"
+        )
+    if held != wanted_ids:
+        problems.append(
+            f"the database holds {len(held - wanted_ids)} ids the run lacks and lacks "
+            f"{len(wanted_ids - held)} of the run's {len(wanted_ids)}"
+        )
+    if problems:
+        raise SystemExit(f"{figures['load']}: " + "; ".join(problems))
+
+
+def change_counts(data_dir: Path, full_ids: set[str], changed_ids: set[str]) -> dict:
+    """What the changed run's changes.json says against the ids the two runs differ by."""
+    changes = json.loads((data_dir / "runs" / "changed" / "changes.json").read_text())
+    return {
+        "upsert": len(changes["upsert"]),
+        "delete": len(changes["delete"]),
+        "new_ids": len(changed_ids - full_ids),
+        "gone_ids": len(full_ids - changed_ids),
+    }
+
+
+def database_facts(conn) -> dict:
+    """The server's version and the settings an index build depends on."""
+    facts = {}
+    for setting in ("server_version", "maintenance_work_mem", "max_parallel_maintenance_workers"):
+        facts[setting] = conn.execute(f"show {setting}").fetchone()[0]
+    facts["pgvector"] = conn.execute(
+        "select extversion from pg_extension where extname = 'vector'"
+    ).fetchone()[0]
+    return facts
+
+
+# --- where a full load's database time would go with the indexes built afterwards --------
+
+
+ANATOMY_STEPS = {
+    "copy_no_index": None,  # the COPY itself, the generated tsvector computed on the way
+    "primary_key": f"alter table {SCRATCH} add primary key (chunk_id)",
+    "site_index": f"create index on {SCRATCH} (site)",
+    "hnsw_index": f"create index on {SCRATCH} using hnsw (embedding vector_cosine_ops)",
+    "gin_fts_index": f"create index on {SCRATCH} using gin (fts)",
+}
+
+
+def anatomy(conn, run: PublishedRun) -> dict:
+    """The full run's rows copied into a bare copy of the chunk table, then the chunk
+    table's indexes built one at a time: each step's seconds."""
+    vectors = dict(conn.execute(f"select chunk_id::text, embedding from {CHUNKS}").fetchall())
+    missing = [chunk.chunk_id for chunk in run.chunks if chunk.chunk_id not in vectors]
+    conn.execute(f"drop table if exists {SCRATCH}")
+    conn.execute(f"create table {SCRATCH} (like {CHUNKS} including defaults including generated)")
+    rows = [_row(run.site, c, vectors[c.chunk_id]) for c in run.chunks if c.chunk_id in vectors]
+    seconds = {}
+    try:
+        started = time.perf_counter()
+        with conn.cursor() as cursor, conn.transaction():
+            sql = f"copy {SCRATCH} ({_COLUMNS}) from stdin (format binary)"
+            with cursor.copy(sql) as copy:
+                copy.set_types(_TYPES)
+                for row in rows:
+                    copy.write_row(row)
+        seconds["copy_no_index"] = round(time.perf_counter() - started, 2)
+        for step, statement in ANATOMY_STEPS.items():
+            if statement is not None:
+                started = time.perf_counter()
+                conn.execute(statement)
+                seconds[step] = round(time.perf_counter() - started, 2)
+    finally:
+        conn.execute(f"drop table if exists {SCRATCH}")
+    print(f"anatomy ({len(rows)} rows, {len(missing)} not held): {seconds}", flush=True)
+    return {"rows": len(rows), "seconds": seconds}
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def table_row(row: dict) -> str:
+    """One load as a markdown row; embedded/s is left blank when nothing was embedded."""
+    per_second = f"{row['embedded'] / row['embed_seconds']:.1f}" if row["embedded"] else ""
+    cells = [
+        row["load"], f"{row['chunks']:,}", f"{row['seconds']:.1f}",
+        f"{row['embed_seconds']:.1f}", f"{row['database_seconds']:.1f}",
+        f"{row['inserted']:,}", f"{row['updated']:,}", f"{row['deleted']:,}",
+        f"{row['embedded']:,}", per_second,
+    ]  # fmt: skip
+    return "| " + " | ".join(cells) + " |"
+
+
+def print_report(figures: dict, args: argparse.Namespace) -> None:
+    """A markdown table of the loads, then the other figures on lines of their own."""
+    rate = figures["throughput"]
+    print()
+    print(
+        f"load of {args.pages} pages ({args.changed:.0%} changed), batch size "
+        f"{args.batch_size}, {os.cpu_count()} CPUs; 1-minute load average "
+        f"{figures['load_average_before']:.2f} before, {figures['load_average_after']:.2f} "
+        f"after; the whole bench {figures['bench_seconds']:.0f} s"
+    )
+    print()
+    print(
+        "| load | chunks | wall s | embedding s | database s | inserted | updated | deleted "
+        "| embedded | embedded/s |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in figures["loads"]:
+        print(table_row(row))
+    print()
+    print(
+        f"embedder alone: {rate['chunks_per_second']} chunks/s, {rate['tokens_per_second']:,} "
+        f"cl100k tokens/s, {rate['word_pieces_per_second']:,} word pieces/s (median of "
+        f"{rate['passes']} passes over {rate['chunks']} chunks, median "
+        f"{rate['median_tokens']} tokens; passes {rate['pass_seconds']} s); "
+        f"{rate['cut_at_256_word_pieces']:.1%} of them cut at 256 word pieces"
+    )
+    for run in figures["chunking"]:
+        print(f"chunking {run['run']}: {run['seconds']:.1f} s, {run['chunks']:,} chunks")
+    steps = figures["anatomy"]["seconds"]
+    print(
+        f"anatomy ({figures['anatomy']['rows']:,} rows into a table with no index, then "
+        f"each index built): "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in steps.items())
+        + f"; total {sum(steps.values()):.1f} s"
+    )
+    print(f"database: {figures['database']}")
+    print(f"changes.json of the changed run: {figures['changes_json']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
