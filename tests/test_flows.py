@@ -113,9 +113,8 @@ def test_rebuild_replays_the_sample_publishes_and_fills_the_dashboard(
 
 def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect_api, tmp_path):
     crawl = json.loads(SAMPLE_CRAWL.read_text(encoding="utf-8"))
-    again = json.loads(json.dumps(crawl["data"][1]))
-    again["markdown"] += "\n\nThe same URL, crawled twice with other text.\n"
-    crawl["data"].append(again)
+    for crawled in crawl["data"]:  # every page empty: no chunks, run_has_chunks fails
+        crawled["markdown"] = ""
     bad_crawl = tmp_path / "twice.json"
     bad_crawl.write_text(json.dumps(crawl), encoding="utf-8")
     data_dir = tmp_path / "data"
@@ -130,7 +129,7 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     )
 
     assert result.exit_code == 1, result.output
-    assert "FAILED validation" in result.output and "page_url_unique" in result.output
+    assert "FAILED validation" in result.output and "run_has_chunks" in result.output
     assert (data_dir / "latest").resolve() == previous.resolve()
     status = json.loads((data_dir / "runs" / "twice" / "status.json").read_text())
     assert status["status"] == "failed"
@@ -144,7 +143,7 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     assert latest_run.state_type == StateType.FAILED
     artifacts = artifacts_of(latest_run.id)
     assert artifacts["validation-report"].data.startswith("# Validation FAILED")
-    assert "page_url_unique | url | **failed**" in artifacts["validation-report"].data
+    assert "run_has_chunks" in artifacts["validation-report"].data
     assert table_of(artifacts["rebuild-summary"])["published as latest"] == "no"
     # The dashboard shows where the night failed: the validate task, not a green one.
     states = {run.name.rsplit("-", 1)[0]: run.state_type for run in task_runs_of(latest_run.id)}

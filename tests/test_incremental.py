@@ -14,11 +14,13 @@ import copy
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
 
+import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
@@ -294,18 +296,17 @@ def test_only_outcomes_made_with_the_same_options_are_reused(data_dir, options, 
 
 
 def test_a_failed_validation_leaves_latest_and_its_state_alone(data_dir):
-    # The same URL twice with other text: page_url_unique fails.
+    # Every page empty: all quarantined, no chunks, run_has_chunks fails.
     crawl = sample()
-    again = page_of(crawl, ARCHITECTURE).model_copy(deep=True)
-    again.markdown += "\n\nThe same URL, crawled twice with other text.\n"
-    crawl.data.append(again)
+    for crawled in crawl.data:
+        crawled.markdown = ""
     baseline_dir = data_dir / "runs" / "night-1"
     before = digests(baseline_dir)
 
     failed, failed_changes = rebuild_here(crawl, data_dir, "night-2")
 
     assert not failed.published
-    assert "page_url_unique" in {item.name for item in failed.validation.failed}
+    assert "run_has_chunks" in {item.name for item in failed.validation.failed}
     assert os.readlink(data_dir / "latest") == "runs/night-1"
     assert digests(baseline_dir) == before
     status = json.loads((data_dir / "runs" / "night-2" / "status.json").read_text())
@@ -461,3 +462,35 @@ def test_rebuild_flow_and_cli_reuse_pages_and_full_chunks_them_again(prefect_api
     assert (third["pages_rechunked"], third["pages_reused"]) == (10, 0)
     assert third["upsert"] == [] and third["delete"] == []
     assert os.readlink(data_dir / "latest") == "runs/n3"
+
+
+def test_one_url_crawled_with_other_contents_keeps_the_last_and_publishes(data_dir):
+    """`/x`, `/x/`, `?utm_…` and `#frag` are one page: with other texts, the last crawled
+    is kept and each other copy is quarantined as duplicate-url naming both hashes; with
+    the same text, a copy stays an alias. Nothing is dropped silently and the run passes."""
+    crawl = sample()
+    base = page_of(crawl, ARCHITECTURE)
+    variants = [f"{ARCHITECTURE}/", f"{ARCHITECTURE}?utm_source=x", f"{ARCHITECTURE}#faq"]
+    for n, url in enumerate(variants):
+        copy = base.model_copy(deep=True)
+        copy.metadata.source_url = url
+        copy.markdown += f"\n\nVariant {n} of the page adds sentence number {n}.\n"
+        crawl.data.append(copy)
+    same = base.model_copy(deep=True)
+    same.metadata.source_url = f"{ARCHITECTURE}?utm_medium=email"
+    same.markdown = crawl.data[-1].markdown  # the same text as the last variant
+    crawl.data.append(same)
+
+    result, _ = rebuild_here(crawl, data_dir, "night-2")
+
+    assert result.published, result.validation.failed
+    run_dir = data_dir / "runs" / "night-2"
+    records = [json.loads(line) for line in (run_dir / "quarantine.jsonl").read_text().splitlines()]
+    duplicates = {r["url"]: r["detail"] for r in records if r["reason"] == "duplicate-url"}
+    assert set(duplicates) == {ARCHITECTURE, *variants[:2]}
+    assert all(f"{same.url} (crawled later)" in detail for detail in duplicates.values())
+    assert all(len(re.findall(r"\b[0-9a-f]{64}\b", d)) == 2 for d in duplicates.values())
+    texts = "\n".join(c["data"]["text"] for c in json.loads((run_dir / "chunks.json").read_text()))
+    assert "Variant 2 of the page" in texts and "Variant 0 of the page" not in texts
+    pages = {row["url"]: row for row in pl.read_parquet(run_dir / "pages.parquet").to_dicts()}
+    assert pages[same.url]["status"] == "alias"

@@ -391,7 +391,26 @@ def test_metadata_sent_as_lists_or_null_is_read_as_firecrawl_py_reads_it(tmp_pat
         (f"{BASE}/a", "Auth, Supabase"),
         (f"{BASE}/c", "Only"),
     ]
-    assert run.report.pages_chunked == 3 and run.quarantine == []
+    # The page with no metadata has no URL its chunks could cite: it costs that page only.
+    assert run.report.pages_chunked == 2
+    assert [(q.url, q.reason) for q in run.quarantine] == [("", "no-url")]
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("", "no-url"),
+        ("https://docs.example.com:99999/guides/x", "bad-url"),  # port out of range
+        ("https://[::1/guides/x", "bad-url"),  # unclosed IPv6 literal
+        ("ftp://docs.example.com/guides/x", "bad-url"),
+        ("/guides/x", "bad-url"),  # no scheme, no host
+    ],
+)
+def test_a_page_without_a_usable_url_is_quarantined_and_the_rest_chunked(url, reason):
+    run = run_pages(page(guide(1), url=url), page(guide(2), url=f"{BASE}/good"))
+    assert [(q.url, q.reason) for q in run.quarantine] == [(url, reason)]
+    assert {c.metadata.source_url for c in run.chunks} == {f"{BASE}/good"}
+    assert url == "" or url in run.quarantine[0].detail
 
 
 def test_a_few_replacement_characters_do_not_quarantine_a_page():

@@ -2,6 +2,9 @@
 
 The rules, the same for a run written to its directory (`firechunk.run.stages`) and one held
 in memory (`firechunk.run.memory`); only where the rows go differs (`RowSink`):
+- a page without a usable URL (`url_problem`) is quarantined, whatever its content;
+- a canonical URL crawled again with other content keeps the last crawled page; the
+  others are quarantined as `duplicate-url` (`duplicate_urls`);
 - pages with the same cleaned content are chunked once, under the smallest canonical URL;
   the others become aliases of it (`primaries`);
 - a chunk whose normalised text repeats a chunk kept before it in the run is dropped and
@@ -26,6 +29,7 @@ from firechunk.run.citations import cite
 from firechunk.run.outcomes import StoredDraft, StoredOutcome
 from firechunk.run.plan import PlannedPage
 from firechunk.run.rows import check_row_shape, duplicates_of, page_rows
+from firechunk.run.urls import url_problem
 from firechunk.validate.tables import ChunkFacts
 from schemas.report import (
     ChunkReport,
@@ -88,15 +92,29 @@ def assemble(
     started: float,
 ) -> Assembled:
     """Walk the pages in crawl order; the rows of each chunked page go to `sink`."""
-    primary_of = primaries(pages, lambda page: outcomes.content_hash(page.chunked_as))
+    unusable = {page.index: problem for page in pages if (problem := url_problem(page.url))}
+    content_of = _content_of(outcomes, unusable)
+    replaced = duplicate_urls(pages, content_of)
+    primary_of = primaries(pages, lambda page: None if page.index in replaced else content_of(page))
     alias_urls = alias_urls_of(pages, primary_of)
     state = _Pass(sink, also_on_of(pages, outcomes, primary_of))
     records: dict[int, PageRecord] = {}
     for page in pages:
         i = page.index
-        if outcomes.content_hash(page.chunked_as) is None:
+        if i in unusable:  # its chunks could not say where they come from
+            record, records[i] = quarantine_records(page, *unusable[i])
+            state.quarantine.append(record)
+        elif content_of(page) is None:
             outcome = outcomes.get(page.chunked_as)
             record, records[i] = quarantine_records(page, outcome.reason, outcome.detail)
+            state.quarantine.append(record)
+        elif i in replaced:
+            kept = pages[replaced[i]]
+            detail = (
+                f"{kept.url} (crawled later) has the same canonical URL and other content, "
+                f"and is kept; content sha256 {content_of(page)}, kept {content_of(kept)}"
+            )
+            record, records[i] = quarantine_records(page, DUPLICATE_URL, detail)
             state.quarantine.append(record)
         elif primary_of[i] == i:
             outcome = outcomes.get(page.chunked_as)
@@ -190,6 +208,34 @@ def _facts(row: dict[str, Any], draft: StoredDraft, page_url: str) -> ChunkFacts
         prev_chunk_id=data["overlap_text"]["prev_chunk_id"],
         heading_lines=frozenset(draft.heading_lines),
     )
+
+
+DUPLICATE_URL = "duplicate-url"
+
+
+def _content_of(
+    outcomes: Outcomes, unusable: dict[int, tuple[str, str]]
+) -> Callable[[PlannedPage], str | None]:
+    """A page's cleaned-content hash; None for a page quarantined, or whose URL is unusable."""
+    return lambda page: None if page.index in unusable else outcomes.content_hash(page.chunked_as)
+
+
+def duplicate_urls(
+    pages: list[PlannedPage], content_of: Callable[[PlannedPage], str | None]
+) -> dict[int, int]:
+    """Pages replaced by a later page at the same canonical URL with other content: index
+    -> index of the page kept (the last crawled). The same content stays an alias."""
+    by_url: dict[str, list[PlannedPage]] = {}
+    for page in pages:
+        if page.canonical and content_of(page) is not None:
+            by_url.setdefault(page.canonical, []).append(page)
+    replaced = {}
+    for same_url in by_url.values():
+        kept = same_url[-1]
+        for page in same_url[:-1]:
+            if content_of(page) != content_of(kept):
+                replaced[page.index] = kept.index
+    return replaced
 
 
 def primaries(

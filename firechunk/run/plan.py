@@ -1,8 +1,8 @@
 """A crawl as the chunker takes it: one input per page, which pages to chunk, in batches.
 
-Pages are numbered in crawl order. A URL that canonicalises to one chunked before it, or
-markdown identical to a page before it, is not chunked again (`plan_pages`); the rest are
-cut into batches of about equal size for the executor (`make_batches`).
+Pages are numbered in crawl order. Markdown identical to a page before it is not chunked
+again (`plan_pages`); the rest are cut into batches of about equal size for the executor
+(`make_batches`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from firechunk.run.chrome import chrome_lines
-from firechunk.run.urls import canonical_url
+from firechunk.run.urls import canonical_url, url_problem
 from schemas.page import CrawlResult
 
 
@@ -119,21 +119,20 @@ class Plan:
 
 
 def plan_pages(inputs: list[PageInput]) -> Plan:
-    """Chunk one page per canonical URL and per identical markdown: the first in crawl order."""
+    """Chunk one page per identical markdown: the first in crawl order. Two pages at one
+    canonical URL with different markdown are both chunked; assembly keeps the last
+    (`firechunk.run.assemble.duplicate_urls`)."""
     urls_by_markdown: dict[str, set[str]] = {}
-    first_by_url: dict[str, int] = {}
     first_by_markdown: dict[str, int] = {}
     pages, to_chunk = [], []
     for page in inputs:
-        canonical = canonical_url(page.url)
+        canonical = "" if url_problem(page.url) else canonical_url(page.url)
         markdown = page.markdown if isinstance(page.markdown, str) else repr(page.markdown)
         raw_hash = _sha256(markdown)
-        known = first_by_url.get(canonical) if canonical else None
-        known = known if known is not None else first_by_markdown.get(raw_hash)
+        known = first_by_markdown.get(raw_hash)  # the same markdown: one outcome stands for both
         urls_by_markdown.setdefault(raw_hash, set()).add(canonical)
         if known is None:
             known = page.index
-            first_by_url.setdefault(canonical, page.index)
             first_by_markdown[raw_hash] = page.index
             to_chunk.append(page)
         size = len(page.markdown) if isinstance(page.markdown, str) else 0

@@ -57,3 +57,18 @@ def _without_trailing_slash(url: str) -> str:
     parts = urlsplit(url)
     path = parts.path.rstrip("/") or "/"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def url_problem(url: str) -> tuple[str, str] | None:
+    """Why a page's URL cannot name its chunks (a quarantine reason and detail), or None."""
+    if not url or not url.strip():
+        return "no-url", "the page has no sourceURL and no url"
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return "bad-url", f"{url!r} is not an http(s) URL with a host"
+        canonical_url(url)
+    except ValueError as error:
+        return "bad-url", f"{url!r}: {error}"
+    return None
