@@ -543,3 +543,18 @@ def test_chunk_metadata_points_back_to_the_page():
         assert lines[first - 1] == text_lines[0]
         assert lines[last - 1] == text_lines[-1]
     assert chunks[0].metadata.page_title == "Page"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_page_over_its_time_budget_is_quarantined_and_the_rest_chunked(workers):
+    slow = "\n\n".join(guide(seed) for seed in range(2500))  # about half a second
+    options = ChunkerOptions(page_seconds=0.1)
+    run = run_pages(
+        page(slow, url=f"{BASE}/slow"),
+        page(guide(1), url=f"{BASE}/good"),
+        workers=workers,
+        options=options,
+    )
+    assert [(q.url, q.reason) for q in run.quarantine] == [(f"{BASE}/slow", "timeout")]
+    assert "0.1 s" in run.quarantine[0].detail
+    assert {c.metadata.source_url for c in run.chunks} == {f"{BASE}/good"}

@@ -26,6 +26,7 @@ from firechunk.chunker.page import (
     content_hash,
 )
 from firechunk.chunker.sizer import Sizer
+from firechunk.run.budget import PageTimeout, time_budget
 from firechunk.run.plan import PageInput
 from firechunk.tokens import TokenCounter
 
@@ -104,7 +105,12 @@ def chunk_pages(
 
 def _outcome(page: PageInput, sizer: Sizer, options: ChunkerOptions) -> StoredOutcome:
     try:
-        chunks = chunk_page(page.markdown, page.title, sizer, options, page.chrome, page.many_urls)
+        with time_budget(options.page_seconds):
+            chunks = chunk_page(
+                page.markdown, page.title, sizer, options, page.chrome, page.many_urls
+            )
+    except PageTimeout as timeout:
+        return StoredOutcome(page.index, reason="timeout", detail=str(timeout))
     except PageRejected as rejected:
         return StoredOutcome(page.index, reason=rejected.reason, detail=rejected.detail)
     except Exception as error:  # a parser bug must not sink the run
