@@ -20,19 +20,37 @@ class CrawlFileError(ValueError):
     """The file is not a crawl result firechunk can read."""
 
 
-def read_crawl(path: Path) -> CrawlResult:
+def read_crawl(path: Path, *, allow_partial: bool = True) -> CrawlResult:
+    """The crawl at `path`. With `allow_partial` False, a crawl whose status is not
+    "completed" (cut short, failed, cancelled) is refused: publishing it would drop every
+    page it is missing."""
     path = Path(path)
+    if path.is_dir():
+        raise CrawlFileError(f"{path} is a directory: give its crawl.json")
     if not path.is_file():
         raise CrawlFileError(f"{path}: no such crawl file")
     document = _parse(path.read_bytes(), path)
     if isinstance(document, list):  # a bare list of pages is accepted too
         document = {"data": document}
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
-        raise CrawlFileError(f"{path}: expected Firecrawl's crawl shape with a 'data' list")
+        hint = " (pages.jsonl is the raw download: use crawl.json beside it)"
+        raise CrawlFileError(
+            f"{path}: expected Firecrawl's crawl shape with a 'data' list"
+            + (hint if path.suffix == ".jsonl" else "")
+        )
     try:
-        return CrawlResult.model_validate(document)
+        crawl = CrawlResult.model_validate(document)
+    except RecursionError:
+        raise CrawlFileError(f"{path}: nested too deeply to be a crawl") from None
     except ValueError as error:
         raise CrawlFileError(f"{path}: {error}") from error
+    if not allow_partial and crawl.status != "completed":
+        raise CrawlFileError(
+            f"{path}: the crawl's status is {crawl.status!r}, not 'completed' "
+            f"({len(crawl.data)} pages); publishing it would drop the pages it lacks. "
+            "Use --allow-partial (flow parameter allow_partial) to chunk it anyway."
+        )
+    return crawl
 
 
 def _parse(raw: bytes, path: Path) -> object:
@@ -47,6 +65,8 @@ def _parse(raw: bytes, path: Path) -> object:
         return json.loads(raw.decode("utf-8", errors="replace"))
     except json.JSONDecodeError as error:
         raise CrawlFileError(f"{path}: not JSON ({error})") from error
+    except RecursionError:
+        raise CrawlFileError(f"{path}: JSON nested too deeply to be a crawl") from None
 
 
 def write_crawl(path: Path, crawl: CrawlResult) -> Path:

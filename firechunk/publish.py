@@ -105,6 +105,31 @@ def publish_if_passed(
     )
 
 
+def refuse(
+    data_dir: Path, run_id: str, run_dir: Path, outcome: ValidationOutcome, why: str
+) -> PublishResult:
+    """Keep a run that passed validation out of `latest` for `why` (the shrink guard):
+    marked failed, with the reason, so it is neither published nor anyone's baseline."""
+    write_status(
+        run_dir,
+        RunStatus(
+            run_id=run_id,
+            status="failed",
+            evaluated_expectations=outcome.evaluated_expectations,
+            failed_expectations=["publish/shrink_guard"],
+            error=why,
+        ),
+    )
+    return PublishResult(
+        run_id=run_id,
+        run_dir=run_dir,
+        published=False,
+        latest=data_dir / LATEST,
+        validation=outcome,
+        refused=why,
+    )
+
+
 @contextmanager
 def _publish_lock(data_dir: Path) -> Iterator[None]:
     """An exclusive lock on publishing into `data_dir`; the OS drops it if the process dies."""
@@ -152,12 +177,17 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
+def check_run_id(run_id: str | None) -> None:
+    """A run id names a directory under runs/: nothing that could leave it."""
+    if run_id is not None and not RUN_ID.fullmatch(run_id):
+        raise ValueError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+
+
 def claim_run_dir(runs_dir: Path, run_id: str | None = None) -> tuple[str, Path]:
     """Create the run's directory; creating it is what makes the id ours (never reused)."""
     runs_dir.mkdir(parents=True, exist_ok=True)
     if run_id is not None:
-        if not RUN_ID.fullmatch(run_id):
-            raise ValueError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+        check_run_id(run_id)
         run_dir = runs_dir / run_id
         try:
             run_dir.mkdir()
@@ -193,6 +223,8 @@ def format_result(result: PublishResult) -> str:
     outcome = result.validation
     if result.published:
         return f"Run {result.run_id} published as {result.latest} ({_checked(outcome)})."
+    if result.refused is not None:
+        return f"Run {result.run_id} passed ({_checked(outcome)}) but {result.refused}"
     if result.superseded_by is not None:
         return (
             f"Run {result.run_id} passed ({_checked(outcome)}) but was NOT published: "

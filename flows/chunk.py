@@ -26,12 +26,16 @@ def chunk(
     workers: int = 2,
     run_id: str | None = None,
     full: bool = False,
+    allow_shrink: bool = False,
+    allow_partial: bool = False,
 ) -> Path:
     """Chunk every page of `crawl_file` into `data_dir/runs/<run-id>/`; returns that
     directory, for the validate-publish flow. Pages the last good run chunked are reused
-    unless `full`."""
+    unless `full`; `allow_shrink` lets it be published even if it drops over 20 % of the
+    last good run's pages or chunks; `allow_partial` chunks a crawl whose status is not
+    "completed"."""
     seconds: dict[str, float] = {}
-    run = start(data_dir, run_id, full)
+    run = start(data_dir, run_id, full, allow_shrink, allow_partial)
     with timed(seconds, "chunk"):
         chunk_on_runner(
             run, crawl_file, make_task_runner(task_runner, workers, dask_address), workers

@@ -54,6 +54,7 @@ def rebuild(
     embedding_base_url: str | None = None,
     allow_shrink: bool = False,
     db_secret_block: str = DB_SECRET_BLOCK,
+    allow_partial: bool = False,
 ) -> PublishResult:
     """Rebuild the chunks of `site_url`, or of the saved crawl `replay` (no network).
 
@@ -64,7 +65,10 @@ def rebuild(
     keeps them all). With `load`, the published run is then loaded into Postgres + pgvector
     (`tasks.load`: the URL from the Secret block `db_secret_block`, else FIRECHUNK_DB_URL,
     else an embedded Postgres under `data_dir`), embedded with `embedder` ("local", or
-    "openai" with `embedding_model`); `allow_shrink` lets it delete over 20 % of the rows.
+    "openai" with `embedding_model`). A run that drops over 20 % of the last good run's
+    pages or chunks is not published, nor a load that deletes over 20 % of the rows,
+    unless `allow_shrink`; a replayed crawl whose status is not "completed" is refused
+    unless `allow_partial`.
     """
     check_keep(keep_runs)  # before any work: a typo must not cost a crawl
     seconds: dict[str, float] = {}
@@ -80,7 +84,7 @@ def rebuild(
                 data_dir=data_dir,
                 secret_block=secret_block,
             )
-    run = start(data_dir, run_id, full)
+    run = start(data_dir, run_id, full, allow_shrink, allow_partial)
     with timed(seconds, "chunk"):
         chunk_on_runner(run, replay, make_task_runner(task_runner, workers, dask_address), workers)
     with timed(seconds, "write"):

@@ -47,3 +47,8 @@ class PublishResult(BaseModel):
         description="Set when the run passed but was not published: the run `latest` moved "
         "to while this one ran.",
     )
+    refused: str | None = Field(
+        default=None,
+        description="Set when the run passed but publishing was refused (the shrink guard), "
+        "with the reason and the way to override it.",
+    )

@@ -43,8 +43,16 @@ class RunNotPublished(RuntimeError):
 
 
 @task(name="start-run", cache_policy=NO_CACHE)
-def start(data_dir: Path, run_id: str | None, full: bool) -> RunStart:
-    started = start_run(data_dir, run_id, full=full)
+def start(
+    data_dir: Path,
+    run_id: str | None,
+    full: bool,
+    allow_shrink: bool = False,
+    allow_partial: bool = False,
+) -> RunStart:
+    started = start_run(
+        data_dir, run_id, full=full, allow_shrink=allow_shrink, allow_partial=allow_partial
+    )
     get_run_logger().info(
         "run %s in %s; baseline: %s%s",
         started.run_id,

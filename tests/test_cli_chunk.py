@@ -103,7 +103,12 @@ def test_rerun_gives_the_same_bytes(sample_run: Path, tmp_path: Path):
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(b"{not json", "not JSON"), (b'{"pages": []}', "'data' list")],
+    [
+        (b"{not json", "not JSON"),
+        (b'{"pages": []}', "'data' list"),
+        (b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+        (b'{"status": "scraping", "data": []}', "--allow-partial"),
+    ],
 )
 def test_unreadable_crawl_file_is_a_clear_error(tmp_path: Path, content: bytes, message: str):
     crawl = tmp_path / "crawl.json"
@@ -113,6 +118,35 @@ def test_unreadable_crawl_file_is_a_clear_error(tmp_path: Path, content: bytes, 
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_directory_or_pages_jsonl_gets_a_hint(tmp_path: Path):
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text('{"markdown": "x", "metadata": {}}\n')
+    for given, hint in [(tmp_path, "give its crawl.json"), (pages, "use crawl.json beside it")]:
+        result = run_cli("chunk", str(given), "--out", str(tmp_path / "out"))
+        assert result.returncode == 2 and hint in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_a_partial_crawl_is_chunked_only_when_allowed(tmp_path: Path):
+    crawl = json.loads(SAMPLE.read_text())
+    crawl["status"] = "scraping"
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(crawl))
+    refused = run_cli("chunk", str(partial), "--out", str(tmp_path / "refused"))
+    assert refused.returncode == 2 and "'scraping'" in refused.stderr
+    allowed = run_cli("chunk", str(partial), "--out", str(tmp_path / "out"), "--allow-partial")
+    assert allowed.returncode == 0, allowed.stderr
+
+
+def test_rebuild_refuses_a_bad_run_id_before_prefect_starts(tmp_path: Path):
+    result = run_cli(
+        "rebuild", "--replay", str(SAMPLE), "--data-dir", str(tmp_path), "--run-id", "../x"
+    )
+    assert result.returncode == 2 and "run id '../x'" in result.stderr
+    assert "temporary server" not in result.stderr + result.stdout
+    assert not (tmp_path / "runs").exists()
 
 
 def test_non_utf8_bytes_do_not_abort_the_run(tmp_path: Path):

@@ -494,3 +494,30 @@ def test_one_url_crawled_with_other_contents_keeps_the_last_and_publishes(data_d
     assert "Variant 2 of the page" in texts and "Variant 0 of the page" not in texts
     pages = {row["url"]: row for row in pl.read_parquet(run_dir / "pages.parquet").to_dicts()}
     assert pages[same.url]["status"] == "alias"
+
+
+def test_the_shrink_guard_keeps_a_run_that_drops_a_fifth_of_the_pages_unpublished(data_dir):
+    crawl = sample()
+    crawl.data = crawl.data[4:]  # 4 of the 13 pages gone: a crawl cut short
+    refused, _ = run_here(start_run(data_dir, "night-2"), crawl_file(crawl))[1:]
+    assert refused.success and not refused_published(data_dir, "night-2")
+    status = json.loads((data_dir / "runs" / "night-2" / "status.json").read_text())
+    assert status["status"] == "failed" and "--allow-shrink" in status["error"]
+    assert re.search(r"drops \d+ of its 13 pages \(\d+%\)", status["error"])
+    assert os.readlink(data_dir / "latest") == "runs/night-1"
+
+    allowed = start_run(data_dir, "night-3", allow_shrink=True)
+    _, _, published = run_here(allowed, crawl_file(crawl))
+    assert published.published
+
+
+def test_the_shrink_guard_lets_a_small_removal_through(data_dir):
+    crawl = sample()
+    webhooks = f"{BASE}/guides/webhooks"  # 1 of 13 pages, 1 of 17 chunks
+    crawl.data = [page for page in crawl.data if page.url != webhooks]
+    result, changes = rebuild_here(crawl, data_dir, "night-2")
+    assert result.published and [p.url for p in changes.pages_removed] == [webhooks]
+
+
+def refused_published(data_dir: Path, run_id: str) -> bool:
+    return (data_dir / "latest").resolve() == (data_dir / "runs" / run_id).resolve()

@@ -39,6 +39,17 @@ def chunk(
     encoding: Annotated[str, typer.Option(help="tiktoken encoding that counts tokens.")] = (
         DEFAULT_ENCODING
     ),
+    allow_shrink: Annotated[
+        bool,
+        typer.Option(
+            "--allow-shrink",
+            help="Publish even if the run drops over 20 % of the last good run's pages or chunks.",
+        ),
+    ] = False,
+    allow_partial: Annotated[
+        bool,
+        typer.Option("--allow-partial", help="Chunk a crawl whose status is not 'completed'."),
+    ] = False,
 ) -> None:
     """Chunk every page of CRAWL_FILE, validate the chunks, and publish them as data/latest.
 
@@ -51,15 +62,22 @@ def chunk(
     from firechunk.run.stages import run_here, start_out_run, start_run
 
     try:
-        pages = len(read_crawl(crawl_file).data)  # a bad file is refused before a run starts
+        # A bad file is refused before a run starts.
+        pages = len(read_crawl(crawl_file, allow_partial=allow_partial).data)
     except CrawlFileError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(code=2) from error
     try:
         if out is None:
-            start = start_run(data_dir, full=full, encoding=encoding)
+            start = start_run(
+                data_dir,
+                full=full,
+                encoding=encoding,
+                allow_shrink=allow_shrink,
+                allow_partial=allow_partial,
+            )
         else:
-            start = start_out_run(out, encoding=encoding)
+            start = start_out_run(out, encoding=encoding, allow_partial=allow_partial)
     except (FileExistsError, ValueError) as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(code=2) from error

@@ -99,13 +99,28 @@ def rebuild(
             "else an embedded Postgres under DATA_DIR/postgres), as `firechunk load` does.",
         ),
     ] = False,
+    allow_shrink: Annotated[
+        bool,
+        typer.Option(
+            "--allow-shrink",
+            help="Publish even if the run drops over 20 % of the last good run's pages or "
+            "chunks, and let --load delete over 20 % of the rows.",
+        ),
+    ] = False,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial", help="Chunk a replayed crawl whose status is not 'completed'."
+        ),
+    ] = False,
 ) -> None:
     """Crawl (or replay), chunk, validate and publish: the rebuild flow, run locally."""
     os.environ.setdefault(
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", _EPHEMERAL_STARTUP_TIMEOUT
     )
     from firechunk.crawl import CrawlError
-    from firechunk.crawlfile import CrawlFileError
+    from firechunk.crawlfile import CrawlFileError, read_crawl
+    from firechunk.publish import check_run_id
     from firechunk.retention import check_keep
     from flows.rebuild import rebuild as rebuild_flow
     from tasks.run import RunNotPublished
@@ -127,9 +142,14 @@ def rebuild(
         "full": full,
         "keep_runs": keep_runs,
         "load": load,
+        "allow_shrink": allow_shrink,
+        "allow_partial": allow_partial,
     }
-    try:
-        check_keep(keep_runs)  # before Prefect starts
+    try:  # before Prefect starts: a typo or a bad file costs no start-up
+        check_keep(keep_runs)
+        check_run_id(run_id)
+        if replay is not None:
+            read_crawl(replay, allow_partial=allow_partial)
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=2) from None

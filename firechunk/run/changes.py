@@ -123,6 +123,10 @@ def write_changes(run_dir: Path, changes: ChangeSet) -> Path:
     return write_json(Path(run_dir) / CHANGES_JSON, changes.model_dump(mode="json"))
 
 
+def read_changes(run_dir: Path) -> ChangeSet:
+    return ChangeSet.model_validate_json((Path(run_dir) / CHANGES_JSON).read_bytes())
+
+
 def baseline_chunk_rows(run_dir: Path) -> dict[str, str | None]:
     """Chunk id -> row digest of a published run (digest None if its cache is unreadable)."""
     state = Path(run_dir) / STATE_FILE

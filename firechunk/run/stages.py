@@ -39,12 +39,14 @@ from firechunk.publish import (
     last_good_run,
     publish_if_passed,
     record_verdict,
+    refuse,
 )
 from firechunk.run.assemble import assemble
 from firechunk.run.cache import STATE_FILE, PageCache, outcome_key
 from firechunk.run.changes import change_set, write_changes
 from firechunk.run.executors import Executor, in_process
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
+from firechunk.run.shrink import DEFAULT_MAX_SHRINK, shrink_problem
 from firechunk.run.write import ChunkFileWriter, write_page_files
 from firechunk.tokens import DEFAULT_ENCODING
 from firechunk.validate.suites import SUITES_DIR, validate_tables
@@ -73,6 +75,8 @@ class RunStart(BaseModel, frozen=True):
     baseline_dir: Path | None = None
     full: bool = False
     encoding: str = DEFAULT_ENCODING
+    allow_shrink: bool = False  # publish even if the run drops much of the baseline
+    allow_partial: bool = False  # chunk a crawl whose status is not "completed"
 
     @property
     def reuse_from(self) -> Path | None:
@@ -110,6 +114,8 @@ def start_run(
     *,
     full: bool = False,
     encoding: str = DEFAULT_ENCODING,
+    allow_shrink: bool = False,
+    allow_partial: bool = False,
 ) -> RunStart:
     """Find the baseline first, then claim the run's directory (it is never the baseline)."""
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
@@ -123,18 +129,28 @@ def start_run(
         baseline_dir=baseline[1] if baseline else None,
         full=full,
         encoding=encoding,
+        allow_shrink=allow_shrink,
+        allow_partial=allow_partial,
     )
     write_json(run_dir / RUN_JSON, start.model_dump(mode="json"))
     return start
 
 
-def start_out_run(out_dir: Path, *, encoding: str = DEFAULT_ENCODING) -> RunStart:
+def start_out_run(
+    out_dir: Path, *, encoding: str = DEFAULT_ENCODING, allow_partial: bool = False
+) -> RunStart:
     """A run written to `out_dir` (new or empty), with no baseline, never published."""
     out_dir = Path(out_dir).resolve()
     if out_dir.exists() and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} is not empty: write the run to a new directory")
     out_dir.mkdir(parents=True, exist_ok=True)
-    start = RunStart(run_id=out_dir.name, run_dir=out_dir, data_dir=None, encoding=encoding)
+    start = RunStart(
+        run_id=out_dir.name,
+        run_dir=out_dir,
+        data_dir=None,
+        encoding=encoding,
+        allow_partial=allow_partial,
+    )
     write_json(out_dir / RUN_JSON, start.model_dump(mode="json"))
     return start
 
@@ -153,7 +169,7 @@ def chunk_stage(
     options = options or ChunkerOptions()
     started = time.time()
     with failure_recorded(start.run_dir, start.run_id):
-        plan = plan_pages(page_inputs(read_crawl(crawl_file)))
+        plan = plan_pages(page_inputs(read_crawl(crawl_file, allow_partial=start.allow_partial)))
         keys = {
             page.index: outcome_key(page, plan.pages[page.index].raw_hash, start.encoding, options)
             for page in plan.to_chunk
@@ -232,9 +248,14 @@ def validate_stage(start: RunStart, suites_dir: Path = SUITES_DIR) -> Validation
 
 
 def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
-    """Point data/latest at the run if it passed and the baseline is still `latest`."""
+    """Point data/latest at the run if it passed, does not shrink too much against its
+    baseline (`firechunk.run.shrink`) and the baseline is still `latest`."""
     if start.data_dir is None:
         raise ValueError(f"run {start.run_id} was written with --out: it cannot be published")
+    if outcome.success and start.baseline_dir is not None and not start.allow_shrink:
+        problem = shrink_problem(start.run_dir, start.baseline_dir, DEFAULT_MAX_SHRINK)
+        if problem is not None:
+            return refuse(start.data_dir, start.run_id, start.run_dir, outcome, problem)
     return publish_if_passed(
         start.data_dir, start.run_id, start.run_dir, outcome, baseline_id=start.baseline_id
     )

@@ -1,0 +1,47 @@
+"""The shrink guard: a run that drops much of what the last good run had is not published
+without a person's say-so.
+
+A site does not lose a fifth of its pages overnight; a crawl cut short, a changed include
+pattern or a site outage does. Publishing such a run would delete those chunks from every
+database that follows `latest`, so it is refused unless `allow_shrink`. Shrink is counted
+net: pages of the baseline this run no longer has, and the fall in the chunk count (edited
+pages replace their chunks, which is not shrink).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from firechunk.run.changes import read_changes
+from firechunk.run.write import REPORT_JSON
+from schemas.report import ChunkReport
+
+DEFAULT_MAX_SHRINK = 0.2
+
+
+def shrink_problem(run_dir: Path, baseline_dir: Path, max_shrink: float) -> str | None:
+    """Why the run at `run_dir` shrinks too much against `baseline_dir`, or None."""
+    before = _report(baseline_dir)
+    after = _report(run_dir)
+    removed_pages = len(read_changes(run_dir).pages_removed)
+    lost_chunks = max(0, before.chunks_out - after.chunks_out)
+    shares = {
+        f"{removed_pages} of its {before.pages_in} pages": _share(removed_pages, before.pages_in),
+        f"{lost_chunks} of its {before.chunks_out} chunks": _share(lost_chunks, before.chunks_out),
+    }
+    over = [f"{what} ({share:.0%})" for what, share in shares.items() if share > max_shrink]
+    if not over:
+        return None
+    return (
+        f"the run drops {' and '.join(over)} of the last good run, more than {max_shrink:.0%}: "
+        "not published. If the site really shrank, rebuild with --allow-shrink "
+        "(flow parameter allow_shrink)."
+    )
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+def _report(run_dir: Path) -> ChunkReport:
+    return ChunkReport.model_validate_json((run_dir / REPORT_JSON).read_bytes())
