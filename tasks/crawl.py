@@ -3,8 +3,8 @@
 The crawl itself is `firechunk.crawl.run_crawl`; what Prefect adds is task retries. A retry
 resumes the same Firecrawl job from its state file (no new credits), so only errors that a
 rerun can get past are retried: a poll that ran out of time, a short download, a network
-error that outlasted the per-call retries. A missing key, a failed or expired job, or an
-unclear start call need a person, so they fail at once.
+error that outlasted the per-call retries. A missing key, a failed or expired job, an
+unclear start call or a job state that cannot be trusted need a person, so they fail at once.
 
 The API key is looked up inside the task and handed to `run_crawl` only: it is never a task
 or flow parameter (parameters are recorded by the Prefect API) and never logged.
@@ -24,6 +24,7 @@ from firechunk.crawl.errors import (
     CrawlError,
     JobFailedError,
     JobNotFoundError,
+    JobStateError,
     MissingApiKeyError,
     StartOutcomeUnknownError,
     TargetMismatchError,
@@ -41,6 +42,7 @@ _NEEDS_A_PERSON = (
     StartOutcomeUnknownError,
     JobNotFoundError,
     JobFailedError,
+    JobStateError,
 )
 
 

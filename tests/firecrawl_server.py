@@ -13,9 +13,11 @@ carry `Authorization: Bearer <api_key>`.
 
 Faults are queued per kind of request ("start", "status", "page", "cancel") and used up in
 order: an HTTP status (429 comes with Retry-After), a delay (to trip the client's timeout)
-or a dropped connection. A gate holds the n-th request of a kind until the test releases
-it, so a test can kill the client at an exact point; a held request is then answered 503.
-Everything is counted: start calls, requests, and which result pages were served.
+or a dropped connection. An error answer can echo the request's Authorization header, key
+and all, as a careless server or proxy does. A gate holds the n-th request of a kind until
+the test releases it, so a test can kill the client at an exact point; a held request is
+then answered 503. Everything is counted: start calls, requests, and which result pages
+were served.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 _ROUTE = re.compile(r"^/(v1|v2)/crawl(?:/([^/]+))?$")
 
@@ -43,6 +45,7 @@ class Fault:
     retry_after: str | None = None  # Retry-After header (429 gets "1" unless given)
     delay: float = 0.0  # sleep this long first (then answer normally, or with `status`)
     drop: bool = False  # close the connection without any answer
+    echo_auth: bool = False  # the error body repeats the Authorization header and its key
 
 
 @dataclass
@@ -197,6 +200,8 @@ class FakeFirecrawl:
                 if fault.status == 429 or fault.retry_after:
                     headers_out["Retry-After"] = fault.retry_after or "1"
                 error = {"success": False, "error": f"scripted {fault.status}"}
+                if fault.echo_auth:
+                    error.update(_echo(fault.status, headers.get("Authorization") or ""))
                 return _Answer(fault.status, error, headers_out)
 
         if kind == "start":
@@ -265,6 +270,16 @@ class _Answer:
     status: int  # 0: drop the connection
     body: dict[str, Any] | None
     headers: dict[str, str] = field(default_factory=dict)
+
+
+def _echo(status: int, authorization: str) -> dict[str, str]:
+    """An error body that repeats the key in every form a server might: the header as sent,
+    the bare token, and the token URL-encoded as in a query string."""
+    token = authorization.removeprefix("Bearer ")
+    return {
+        "error": f"scripted {status}: rejected Authorization: {authorization}",
+        "details": f"token {token} (as a query: ?key={quote(token, safe='')})",
+    }
 
 
 def _kind(method: str, job_id: str | None, skip: int) -> str | None:

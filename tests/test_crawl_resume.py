@@ -3,15 +3,29 @@
 The crawl runs as a real `firechunk crawl` process against the local Firecrawl server. The
 server holds one chosen request until the test has killed the process, so each kill lands
 at a known point: mid-poll, then mid-download with some result pages already saved.
+
+What a rerun reads back is checked again: a job state whose job id was edited to lead out
+of the data directory is refused with a one-line error, before anything is read there.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from collections import Counter
+from pathlib import Path
 
+import pytest
+from prefect.states import Failed
+from typer.testing import CliRunner
+
+from firechunk.cli import app
 from firechunk.crawl import run_crawl
+from firechunk.crawl.errors import JobStateError
 from firechunk.crawlfile import read_crawl
-from schemas.job import CrawlTarget
+from schemas.job import CrawlJobState, CrawlTarget
+from tasks.crawl import _worth_retrying, crawl_site
 from tests.crawl_fixtures import (
     CANARY_KEY,
     FAST_CLI,
@@ -95,3 +109,84 @@ def test_sigkill_while_polling_and_while_downloading_then_resume(tmp_path):
     crawl = read_crawl(data_dir / "raw" / state.job_id / "crawl.json")
     assert [page.url for page in crawl.data] == urls_of(baseline)
     assert third.stdout.strip() == str(data_dir / "raw" / state.job_id / "crawl.json")
+
+
+# -- a job state file edited by hand ------------------------------------------------------
+
+_opened: list[str] | None = None  # the files opened while a test watches, else None
+
+
+def _record_open(event: str, args: tuple) -> None:
+    if _opened is not None and event == "open" and isinstance(args[0], str | Path):
+        _opened.append(os.path.realpath(args[0]))  # where it really is, past any symlink
+
+
+sys.addaudithook(_record_open)  # audit hooks stay for the process; this one is idle unless watched
+
+
+def _files_under(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _edited_state(data_dir: Path, job_id: str, pages_file: Path) -> None:
+    """A job state whose pages are all downloaded, as if the crawl ended there; only its job
+    id was edited, to point at `pages_file`'s folder."""
+    count = len(read_pages(pages_file))
+    state = CrawlJobState(
+        name=NAME,
+        api_version="v2",
+        api_url=NOWHERE,
+        target=CrawlTarget(url=URL),
+        job_id=job_id,
+        status="downloaded",
+        firecrawl_status="completed",
+        completed=count,
+        total=count,
+        pages_saved=count,
+        saved_bytes=pages_file.stat().st_size,
+    )
+    (data_dir / "jobs").mkdir(parents=True)
+    (data_dir / "jobs" / f"{NAME}.json").write_text(state.model_dump_json())
+
+
+NOWHERE = "http://127.0.0.1:9"  # never reached: a downloaded crawl finishes offline
+JOB_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
+
+
+@pytest.mark.parametrize("edit", ["../../etc", "absolute path", "symlinked folder"])
+def test_an_edited_job_id_is_refused_and_nothing_outside_the_data_dir_is_touched(tmp_path, edit):
+    global _opened
+    data_dir = tmp_path / "data"
+    outside = tmp_path / "etc"  # data/raw/../../etc
+    outside.mkdir()
+    (outside / "pages.jsonl").write_text("".join(json.dumps(p) + "\n" for p in served_pages()))
+    (data_dir / "raw").mkdir(parents=True)  # as after any crawl: `..` can climb out of it
+    job_id = {"../../etc": "../../etc", "absolute path": str(outside)}.get(edit, JOB_ID)
+    if edit == "symlinked folder":  # a well-formed id whose folder leads out of data/raw
+        (data_dir / "raw" / JOB_ID).symlink_to(outside, target_is_directory=True)
+    _edited_state(data_dir, job_id, outside / "pages.jsonl")
+    before = _files_under(outside)
+
+    _opened = []
+    try:
+        result = CliRunner().invoke(
+            app,
+            ["crawl", URL, "--name", NAME, "--api-url", NOWHERE, "--data-dir", str(data_dir)],
+            env={"FIRECRAWL_API_KEY": ""},
+        )
+    finally:
+        opened, _opened = _opened, None
+
+    assert result.exit_code == 1, result.output
+    [message] = result.stderr.strip().splitlines()  # one line, no traceback
+    # The file at fault is named: the job state, or the raw folder that is a symlink.
+    at_fault = data_dir / ("raw" if edit == "symlinked folder" else "jobs")
+    assert message.startswith(f"error: {at_fault}/") and "delete it" in message.lower(), message
+    assert _files_under(outside) == before  # nothing written there
+    assert not [path for path in opened if Path(path).is_relative_to(outside.resolve())]  # nor read
+    assert [path for path in opened if Path(path).is_relative_to(tmp_path.resolve())]  # watched
+
+
+def test_a_refused_job_state_is_not_retried_by_prefect():
+    error = JobStateError("data/jobs/docs.json: edited")
+    assert not _worth_retrying(crawl_site, None, Failed(data=error))

@@ -37,3 +37,8 @@ class DownloadError(CrawlError):
 
 class PollTimeoutError(CrawlError):
     """The job was still running when the wait limit ran out; a rerun resumes it."""
+
+
+class JobStateError(CrawlError):
+    """What a crawl left on disk cannot be trusted: a job state file that is damaged or was
+    edited, or a raw folder that leads out of the data dir. Nothing is read or written there."""

@@ -6,6 +6,10 @@
     data/raw/<crawl-id>/crawl.json   the whole crawl in Firecrawl's shape, once complete
 
 <crawl-id> is Firecrawl's id of the job, so every new job gets its own raw folder.
+
+Everything read back from disk is checked again before it is used: a job state file may
+have been edited by hand, and its job id becomes a path. An id that is not the shape of a
+Firecrawl id, or a raw folder that resolves outside data/raw, is refused (JobStateError).
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from pydantic import ValidationError
+
 from firechunk.atomic import write_json
-from firechunk.crawl.errors import CrawlError, CrawlInUseError
+from firechunk.crawl.errors import CrawlError, CrawlInUseError, JobStateError
 from schemas.job import CrawlJobState, CrawlTarget, utc_now
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -32,6 +38,14 @@ def check_safe_name(value: str, what: str) -> str:
     if not _SAFE_NAME.match(value):
         raise CrawlError(f"{what} {value!r} is not usable as a file name (letters, digits, . _ -)")
     return value
+
+
+_JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+
+
+def is_job_id(value: str) -> bool:
+    """The shape of a Firecrawl job id (a UUID): a single folder name, with no `.` or `/`."""
+    return bool(_JOB_ID.match(value))
 
 
 def default_name(target: CrawlTarget) -> str:
@@ -63,7 +77,21 @@ class CrawlPaths:
         return self.jobs_dir / f"{name}.lock"
 
     def raw_dir(self, job_id: str) -> Path:
-        return self.raw_root / job_id
+        """data/raw/<job_id>, if that really is a folder right inside data/raw.
+
+        Where data/raw itself lives is the user's choice; a job's folder that leads out of
+        it (through `..`, an absolute path or a symlink) is refused before anything is read
+        or written there.
+        """
+        folder = self.raw_root / job_id
+        resolved = folder.resolve()
+        if resolved.parent != self.raw_root.resolve():
+            raise JobStateError(
+                f"{folder} leads to {resolved}, outside {self.raw_root}; nothing was read or "
+                f"written there. Delete it, or the job state in {self.jobs_dir} that names it, "
+                "to start a new crawl"
+            )
+        return folder
 
     def pages_file(self, job_id: str) -> Path:
         return self.raw_dir(job_id) / "pages.jsonl"
@@ -73,14 +101,30 @@ class CrawlPaths:
 
 
 def load_state(path: Path) -> CrawlJobState | None:
+    """The saved job state, None if there is none; a file that cannot be trusted is refused
+    with a one-line JobStateError that names it."""
     if not path.is_file():
         return None
     try:
-        return CrawlJobState.model_validate_json(path.read_bytes())
-    except ValueError as error:
-        raise CrawlError(
-            f"{path}: unreadable job state ({error}); move it away to start over"
-        ) from error
+        state = CrawlJobState.model_validate_json(path.read_bytes())
+    except ValidationError as error:
+        problem = _first_problem(error)
+        raise JobStateError(
+            f"{path}: unreadable job state ({problem}); delete it to start a new crawl"
+        ) from None
+    if state.job_id is not None and not is_job_id(state.job_id):
+        raise JobStateError(
+            f"{path}: {state.job_id[:80]!r} is not a Firecrawl job id (letters, digits, _ "
+            "and -); the file was edited or damaged: delete it to start a new crawl"
+        )
+    return state
+
+
+def _first_problem(error: ValidationError) -> str:
+    """Pydantic's first complaint on one line: where in the file, and what is wrong."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else first["msg"]
 
 
 def save_state(path: Path, state: CrawlJobState) -> None:

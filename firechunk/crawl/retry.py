@@ -17,6 +17,8 @@ import requests
 import tenacity
 from urllib3.exceptions import NewConnectionError
 
+from firechunk.crawl.redact import redact
+
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
@@ -83,11 +85,16 @@ def never_reached_firecrawl(error: BaseException) -> bool:
     return False
 
 
-def describe(error: BaseException) -> str:
-    """A one-line account of a failed call, for logs (no headers, so never the API key)."""
+def describe(error: BaseException, secret: str | None) -> str:
+    """A one-line account of a failed call, for reports, the job state and error messages.
+
+    This is where a server's or the HTTP client's text enters firechunk, so it is redacted
+    here, before it is cut short (a cut could leave part of the key, no longer recognised).
+    """
     status = status_of(error)
     kind = f"HTTP {status}" if status else type(error).__name__
-    text = str(error).splitlines()[0].rstrip(" .") if str(error) else ""
+    lines = redact(str(error), secret).strip().splitlines()
+    text = lines[0].rstrip(" .") if lines else ""
     return f"{kind}: {text[:200]}" if text else kind
 
 
@@ -114,14 +121,17 @@ def retrying(
     should_retry: Callable[[BaseException], bool],
     on_retry: Callable[[str], None],
     what: str,
+    secret: str | None,
 ) -> tenacity.Retrying:
-    """A tenacity Retrying for one kind of call; the last error is re-raised unchanged."""
+    """A tenacity Retrying for one kind of call; the last error is re-raised unchanged.
+
+    `secret` (the API key) is only redacted from the retry reports."""
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
         wait = state.next_action.sleep if state.next_action else 0.0
         on_retry(
-            f"{what} failed ({describe(error) if error else 'no answer'}); "
+            f"{what} failed ({describe(error, secret) if error else 'no answer'}); "
             f"attempt {state.attempt_number + 1}/{policy.attempts} in {wait:.1f} s"
         )
 

@@ -5,8 +5,12 @@ goes on from there: a job that was started is never started again (unless `recra
 finished crawl replays from disk with no network and no API key.
 
 The API key is a parameter, never read here: the CLI takes it from FIRECRAWL_API_KEY and a
-Prefect flow can take it from a Secret block. It goes to the firecrawl-py client and nowhere
-else: not into the state file, not into messages.
+Prefect flow can take it from a Secret block. It goes to the firecrawl-py client, only for
+the API URL it was given with, and nowhere else: not into the state file, not into messages.
+A failed call's text is redacted (`describe`) before it is kept, reported or raised, and
+the error raised for it is raised after the `except` block that caught the client's error,
+never inside it: Python would chain that error as `__context__`, and the request it holds
+carries the key in its headers.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from firechunk.crawl.jobstate import (
     check_safe_name,
     crawl_lock,
     default_name,
+    is_job_id,
     load_state,
     save_state,
 )
@@ -148,33 +153,41 @@ class _CrawlRun:
     def _follow(self, api: CrawlApi, state: CrawlJobState) -> None:
         """Poll the job to its end and download its results, keeping the state on any error."""
         try:
-            last = self._poll(api, state) if state.status == "polling" else None
-            if state.status == "downloading":
-                download_results(
-                    state,
-                    PageLog(self.paths.pages_file(_job_id(state))),
-                    fetch_first=lambda: self._call("result page", api.first_page, _job_id(state)),
-                    fetch_next=lambda cursor: self._call("result page", api.next_page, cursor),
-                    save=self._save,
-                    report=self.report,
-                    first_page=last,
-                )
+            return self._poll_and_download(api, state)
         except CrawlError as error:
             state.error = str(error)
             self._save(state)
             raise
         except Exception as error:
-            if status_of(error) == 404:
-                state.status = "expired"
-                state.error = _expired_message(state, self.paths)
-                self._save(state)
-                raise JobNotFoundError(state.error) from error
-            state.error = describe(error)
+            failure = self._call_failure(state, error)
+        raise failure  # outside the `except`: see the module's docstring
+
+    def _poll_and_download(self, api: CrawlApi, state: CrawlJobState) -> None:
+        last = self._poll(api, state) if state.status == "polling" else None
+        if state.status == "downloading":
+            download_results(
+                state,
+                PageLog(self.paths.pages_file(_job_id(state))),
+                fetch_first=lambda: self._call("result page", api.first_page, _job_id(state)),
+                fetch_next=lambda cursor: self._call("result page", api.next_page, cursor),
+                save=self._save,
+                report=self.report,
+                first_page=last,
+            )
+
+    def _call_failure(self, state: CrawlJobState, error: Exception) -> CrawlError:
+        """The error to raise for a failed poll or download call, after saving the state."""
+        if status_of(error) == 404:
+            state.status = "expired"
+            state.error = _expired_message(state, self.paths)
             self._save(state)
-            raise CrawlError(
-                f"Firecrawl job {state.job_id}: {state.error}. The job state is kept in "
-                f"{self.state_file} ({state.pages_saved} pages saved); run again to resume."
-            ) from error
+            return JobNotFoundError(state.error)
+        state.error = self._describe(error)
+        self._save(state)
+        return CrawlError(
+            f"Firecrawl job {state.job_id}: {state.error}. The job state is kept in "
+            f"{self.state_file} ({state.pages_saved} pages saved); run again to resume."
+        )
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -187,17 +200,29 @@ class _CrawlRun:
             target=self.target,
         )
         self._save(state)  # status "starting": a death during the call is seen on rerun
-        try:
-            job_id = self._call(
-                "start call", api.start, self.target, should_retry=never_reached_firecrawl
+        job_id = self._start_call(api, state, replacing)
+        if not is_job_id(job_id):
+            raise CrawlError(
+                "Firecrawl's answer to the start call holds no usable job id (letters, digits, "
+                "_ and -, as in a UUID): it would name a folder under data/raw"
             )
-        except Exception as error:
-            raise self._start_failure(state, replacing, error) from error
-        state.job_id = check_safe_name(job_id, "Firecrawl job id")
+        state.job_id = job_id
         state.status = "polling"
         self._save(state)
         self.report(f"started Firecrawl job {job_id} for {self.target.url} (crawl {self.name})")
         return state
+
+    def _start_call(
+        self, api: CrawlApi, state: CrawlJobState, replacing: CrawlJobState | None
+    ) -> str:
+        """The new job's id; on failure, the state is put right and a CrawlError raised."""
+        try:
+            return self._call(
+                "start call", api.start, self.target, should_retry=never_reached_firecrawl
+            )
+        except Exception as error:
+            failure = self._start_failure(state, replacing, error)
+        raise failure  # outside the `except`: see the module's docstring
 
     def _start_failure(
         self, state: CrawlJobState, replacing: CrawlJobState | None, error: Exception
@@ -210,8 +235,8 @@ class _CrawlRun:
                 self._save(replacing)
             else:
                 self.state_file.unlink(missing_ok=True)
-            return CrawlError(f"Firecrawl refused to start the crawl: {describe(error)}")
-        state.error = f"the start call ended with {describe(error)}"
+            return CrawlError(f"Firecrawl refused to start the crawl: {self._describe(error)}")
+        state.error = f"the start call ended with {self._describe(error)}"
         self._save(state)
         return StartOutcomeUnknownError(f"{state.error}. {_START_UNKNOWN_ADVICE}")
 
@@ -291,15 +316,25 @@ class _CrawlRun:
         raise DownloadError(state.error)
 
     def _cancel_if_running(self, old: CrawlJobState) -> None:
-        """--recrawl: stop the job it replaces if that one may still spend credits."""
+        """--recrawl: stop the job it replaces if that one may still spend credits.
+
+        Only at the API URL the key was given for: the old job's URL comes from its state
+        file, which may have been edited to send the key to another host.
+        """
         if old.job_id is None or old.status != "polling":
             return
+        if old.api_url != self.api_url:
+            self.report(
+                f"the job it replaces, {old.job_id}, is not cancelled: it was started at "
+                f"{old.api_url} and the key is for {self.api_url}; cancel it there if it runs"
+            )
+            return
         try:
-            api = self._api(old.api_version, old.api_url)
+            api = self._api(old.api_version, self.api_url)
             self._call("cancel call", api.cancel, old.job_id)
             self.report(f"cancelled the job it replaces, {old.job_id}")
         except Exception as error:
-            self.report(f"could not cancel the replaced job {old.job_id}: {describe(error)}")
+            self.report(f"could not cancel the replaced job {old.job_id}: {self._describe(error)}")
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -319,7 +354,11 @@ class _CrawlRun:
         should_retry: Callable[[BaseException], bool] = is_transient,
     ) -> T:
         """Call Firecrawl under the retry policy; `what` names the call in retry reports."""
-        return retrying(self.settings.retry, should_retry, self.report, what)(function, *args)
+        policy = retrying(self.settings.retry, should_retry, self.report, what, self._api_key)
+        return policy(function, *args)
+
+    def _describe(self, error: BaseException) -> str:
+        return describe(error, self._api_key)
 
     def _save(self, state: CrawlJobState) -> None:
         save_state(self.state_file, state)
