@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from firechunk.publish import LATEST, format_outcome, format_result
 from firechunk.retention import prune_raw_crawls, prune_runs
+from firechunk.run.baseline import damage_warning
 from firechunk.run.stages import (
     RunStart,
     Written,
@@ -60,6 +61,10 @@ def start(
         f"run {started.baseline_id}" if started.baseline_id else "none (no good run yet)",
         " (full rebuild: its outcomes are not reused)" if full and started.baseline_id else "",
     )
+    if started.baseline_damaged:
+        get_run_logger().warning(
+            "%s", damage_warning(str(started.baseline_id), started.baseline_damaged)
+        )
     return started
 
 

@@ -28,6 +28,7 @@ from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
 from firechunk.crawlfile import read_crawl, write_crawl
 from firechunk.publish import format_result
+from firechunk.run.baseline import BaselineError
 from firechunk.run.cache import STATE_FILE
 from firechunk.run.executors import in_process
 from firechunk.run.memory import chunk_crawl
@@ -364,7 +365,10 @@ def test_an_edited_outcome_in_the_baseline_cache_is_chunked_again(data_dir, tmp_
     full, _ = rebuild_here(crawl, tmp_path / "fresh", "full")
 
     assert result.published
-    assert changes.pages_rechunked == 3 + 2  # the changed pages, and the two edited outcomes
+    # The cache no longer matches the manifest of the published run: nothing is reused.
+    assert (changes.pages_rechunked, changes.pages_reused) == (11, 0)
+    report = json.loads((result.run_dir / "report.json").read_text())
+    assert "rebuild_state.sqlite missing or changed" in report["warnings"][0]
     for name in OUTPUT_FILES:
         assert (result.run_dir / name).read_bytes() == (full.run_dir / name).read_bytes(), name
 
@@ -521,3 +525,49 @@ def test_the_shrink_guard_lets_a_small_removal_through(data_dir):
 
 def refused_published(data_dir: Path, run_id: str) -> bool:
     return (data_dir / "latest").resolve() == (data_dir / "runs" / run_id).resolve()
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        (lambda d: (d / "latest").unlink() or (d / "latest").write_text("x"), "latest"),
+        (lambda d: shutil.rmtree(d / "runs" / "night-1"), "latest"),
+        (lambda d: (d / "runs" / "night-1" / "status.json").unlink(), "status.json"),
+        (lambda d: (d / "runs" / "night-1" / "status.json").write_text("{oops"), "status.json"),
+        (
+            lambda d: (d / "runs" / "night-1" / "status.json").write_text(
+                json.dumps({"run_id": "night-1", "status": "failed"})
+            ),
+            "status.json",
+        ),
+    ],
+)
+def test_a_damaged_baseline_marker_is_an_error_naming_the_file(data_dir, damage, named):
+    damage(data_dir)
+    with pytest.raises(BaselineError, match=rf"{named}.*move data/latest aside"):
+        start_run(data_dir, "night-2")
+    assert not (data_dir / "runs" / "night-2").exists()
+
+
+@pytest.mark.parametrize("name", ["rebuild_state.sqlite", "chunks.parquet", "report.json"])
+def test_a_baseline_file_changed_since_publication_is_reused_for_nothing(data_dir, name):
+    path = data_dir / "runs" / "night-1" / name
+    path.write_bytes(path.read_bytes() + b"\0")  # still readable, no longer as published
+    result, changes = rebuild_here(sample(), data_dir, "night-2")
+    assert result.published and (changes.pages_reused, changes.pages_rechunked) == (0, 11)
+    report = json.loads((result.run_dir / "report.json").read_text())
+    assert report["warnings"][0].startswith(f"baseline run night-1: {name} missing or changed")
+    assert (result.run_dir / "manifest.json").is_file()
+
+
+def test_an_unreadable_baseline_file_is_an_error_naming_it(data_dir):
+    (data_dir / "runs" / "night-1" / "pages.parquet").write_bytes(b"not parquet")
+    with pytest.raises(BaselineError, match=r"pages\.parquet cannot be read"):
+        rebuild_here(sample(), data_dir, "night-2")
+    assert os.readlink(data_dir / "latest") == "runs/night-1"
+
+
+def test_full_never_reads_a_damaged_baseline_cache(data_dir):
+    (data_dir / "runs" / "night-1" / STATE_FILE).write_bytes(b"garbage, not sqlite")
+    result, changes = rebuild_here(sample(), data_dir, "night-2", full=True)
+    assert result.published and changes.pages_reused == 0 and changes.baseline == "night-1"

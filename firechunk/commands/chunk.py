@@ -58,6 +58,7 @@ def chunk(
     status 1.
     """
     from firechunk.publish import format_outcome, format_result
+    from firechunk.run.baseline import BaselineError
     from firechunk.run.executors import process_pool
     from firechunk.run.stages import run_here, start_out_run, start_run
 
@@ -78,7 +79,7 @@ def chunk(
             )
         else:
             start = start_out_run(out, encoding=encoding, allow_partial=allow_partial)
-    except (FileExistsError, ValueError) as error:
+    except (FileExistsError, ValueError, BaselineError) as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(code=2) from error
     with _progress() as bar:

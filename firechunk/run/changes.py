@@ -14,11 +14,13 @@ its raw markdown hash stands for it.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 
 from firechunk.atomic import write_json
+from firechunk.run.baseline import WAY_OUT, BaselineError
 from firechunk.run.cache import STATE_FILE, read_chunk_rows
 from firechunk.run.write import CHUNKS_PARQUET, PAGES_PARQUET
 from schemas.changes import ChangeSet, PageChange
@@ -34,16 +36,21 @@ def change_set(
     *,
     baseline: tuple[str, Path] | None,
     full: bool,
+    baseline_damaged: tuple[str, ...] = (),
     pages_rechunked: int,
     pages_reused: int,
 ) -> ChangeSet:
-    """Compare the run's chunk rows and pages with those of `baseline` (id, run dir)."""
+    """Compare the run's chunk rows and pages with those of `baseline` (id, run dir), of
+    whose files `baseline_damaged` changed since it was published."""
     before_rows: dict[str, str | None] = {}
     before_pages = _versions(pl.DataFrame(schema=_PAGE_COLUMNS))
     if baseline is not None:
-        before_rows = baseline_chunk_rows(baseline[1])
+        before_rows = baseline_chunk_rows(baseline[1], baseline_damaged)
+        pages_file = Path(baseline[1]) / PAGES_PARQUET
         before_pages = _versions(
-            pl.read_parquet(Path(baseline[1]) / PAGES_PARQUET, columns=list(_PAGE_COLUMNS))
+            _read_baseline(
+                pages_file, lambda: pl.read_parquet(pages_file, columns=list(_PAGE_COLUMNS))
+            )
         )
     rows = [{column: getattr(page, column) for column in _PAGE_COLUMNS} for page in pages]
     after_pages = _versions(pl.DataFrame(rows, schema=_PAGE_COLUMNS))
@@ -127,13 +134,30 @@ def read_changes(run_dir: Path) -> ChangeSet:
     return ChangeSet.model_validate_json((Path(run_dir) / CHANGES_JSON).read_bytes())
 
 
-def baseline_chunk_rows(run_dir: Path) -> dict[str, str | None]:
-    """Chunk id -> row digest of a published run (digest None if its cache is unreadable)."""
+def baseline_chunk_rows(run_dir: Path, damaged: tuple[str, ...] = ()) -> dict[str, str | None]:
+    """Chunk id -> row digest of a published run, from its page cache; from its
+    chunks.parquet, ids alone (digest None: every chunk then an upsert), when the cache is
+    damaged or unreadable. Deletes stay exact either way."""
     state = Path(run_dir) / STATE_FILE
-    if state.is_file():
+    if state.is_file() and STATE_FILE not in damaged:
         try:
             return dict(read_chunk_rows(state))
-        except sqlite3.Error:  # damaged: the ids alone, every chunk then an upsert
+        except sqlite3.Error:
             pass
-    ids = pl.read_parquet(Path(run_dir) / CHUNKS_PARQUET, columns=["chunk_id"])["chunk_id"]
-    return dict.fromkeys(ids.to_list())
+    parquet = Path(run_dir) / CHUNKS_PARQUET
+    if CHUNKS_PARQUET in damaged:
+        raise BaselineError(
+            f"{parquet} and {state.name} changed since the run was published "
+            f"(manifest.json): its chunks cannot be told. {WAY_OUT[0].upper()}{WAY_OUT[1:]}"
+        )
+    ids = _read_baseline(parquet, lambda: pl.read_parquet(parquet, columns=["chunk_id"]))
+    return dict.fromkeys(ids["chunk_id"].to_list())
+
+
+def _read_baseline(path: Path, read: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    """A baseline file, or a BaselineError naming it and the way out."""
+    try:
+        return read()
+    except Exception as error:  # polars and pyarrow raise many kinds for a damaged file
+        why = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise BaselineError(f"{path} cannot be read ({why}): {WAY_OUT}") from None

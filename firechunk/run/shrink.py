@@ -12,22 +12,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from firechunk.run.changes import read_changes
-from firechunk.run.write import REPORT_JSON
-from schemas.report import ChunkReport
+import polars as pl
+
+from firechunk.run.changes import baseline_chunk_rows, read_changes
+from firechunk.run.write import PAGES_PARQUET
 
 DEFAULT_MAX_SHRINK = 0.2
 
 
 def shrink_problem(run_dir: Path, baseline_dir: Path, max_shrink: float) -> str | None:
     """Why the run at `run_dir` shrinks too much against `baseline_dir`, or None."""
-    before = _report(baseline_dir)
-    after = _report(run_dir)
+    pages_before, chunks_before = _counts(baseline_dir)
+    _, chunks_after = _counts(run_dir)
     removed_pages = len(read_changes(run_dir).pages_removed)
-    lost_chunks = max(0, before.chunks_out - after.chunks_out)
+    lost_chunks = max(0, chunks_before - chunks_after)
     shares = {
-        f"{removed_pages} of its {before.pages_in} pages": _share(removed_pages, before.pages_in),
-        f"{lost_chunks} of its {before.chunks_out} chunks": _share(lost_chunks, before.chunks_out),
+        f"{removed_pages} of its {pages_before} pages": _share(removed_pages, pages_before),
+        f"{lost_chunks} of its {chunks_before} chunks": _share(lost_chunks, chunks_before),
     }
     over = [f"{what} ({share:.0%})" for what, share in shares.items() if share > max_shrink]
     if not over:
@@ -43,5 +44,8 @@ def _share(part: int, whole: int) -> float:
     return part / whole if whole else 0.0
 
 
-def _report(run_dir: Path) -> ChunkReport:
-    return ChunkReport.model_validate_json((run_dir / REPORT_JSON).read_bytes())
+def _counts(run_dir: Path) -> tuple[int, int]:
+    """A run's crawled pages and chunks, read from what the change set was computed from
+    (so a baseline's damaged report or Parquet copy does not matter)."""
+    pages = pl.scan_parquet(run_dir / PAGES_PARQUET).select(pl.len()).collect().item()
+    return pages, len(baseline_chunk_rows(run_dir))

@@ -36,15 +36,16 @@ from firechunk.publish import (
     RUNS_DIR,
     claim_run_dir,
     failure_recorded,
-    last_good_run,
     publish_if_passed,
     record_verdict,
     refuse,
 )
 from firechunk.run.assemble import assemble
+from firechunk.run.baseline import damage_warning, find_baseline
 from firechunk.run.cache import STATE_FILE, PageCache, outcome_key
 from firechunk.run.changes import change_set, write_changes
 from firechunk.run.executors import Executor, in_process
+from firechunk.run.manifest import write_manifest
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
 from firechunk.run.shrink import DEFAULT_MAX_SHRINK, shrink_problem
 from firechunk.run.write import ChunkFileWriter, write_page_files
@@ -73,6 +74,7 @@ class RunStart(BaseModel, frozen=True):
     data_dir: Path | None  # None: an --out run, never published
     baseline_id: str | None = None
     baseline_dir: Path | None = None
+    baseline_damaged: tuple[str, ...] = ()  # its files changed since it was published
     full: bool = False
     encoding: str = DEFAULT_ENCODING
     allow_shrink: bool = False  # publish even if the run drops much of the baseline
@@ -80,8 +82,9 @@ class RunStart(BaseModel, frozen=True):
 
     @property
     def reuse_from(self) -> Path | None:
-        """The baseline's page cache, unless a full rebuild was asked for."""
-        if self.full or self.baseline_dir is None:
+        """The baseline's page cache, unless a full rebuild was asked for or the baseline's
+        files are not the ones published (`firechunk.run.baseline`)."""
+        if self.full or self.baseline_dir is None or self.baseline_damaged:
             return None
         return self.baseline_dir / STATE_FILE
 
@@ -119,14 +122,15 @@ def start_run(
 ) -> RunStart:
     """Find the baseline first, then claim the run's directory (it is never the baseline)."""
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
-    baseline = last_good_run(data_dir)
+    baseline = find_baseline(data_dir)
     run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
     start = RunStart(
         run_id=run_id,
         run_dir=run_dir,
         data_dir=data_dir,
-        baseline_id=baseline[0] if baseline else None,
-        baseline_dir=baseline[1] if baseline else None,
+        baseline_id=baseline.run_id if baseline else None,
+        baseline_dir=baseline.run_dir if baseline else None,
+        baseline_damaged=baseline.damaged if baseline else (),
         full=full,
         encoding=encoding,
         allow_shrink=allow_shrink,
@@ -218,6 +222,9 @@ def write_stage(start: RunStart) -> Written:
             cache.put_chunk_rows(assembled.row_digests.items())
         finally:
             cache.close()
+        if start.baseline_damaged:
+            warning = damage_warning(str(start.baseline_id), start.baseline_damaged)
+            assembled.report.warnings.insert(0, warning)
         write_page_files(run_dir, assembled.pages, assembled.quarantine, assembled.report)
         tables = tables_from_facts(assembled.facts, assembled.pages, assembled.report.duplicates)
         write_tables(run_dir, tables)
@@ -228,6 +235,7 @@ def write_stage(start: RunStart) -> Written:
             assembled.pages,
             baseline=(start.baseline_id, start.baseline_dir) if start.baseline_dir else None,
             full=start.full,
+            baseline_damaged=start.baseline_damaged,
             pages_rechunked=pages_chunked,
             pages_reused=to_chunk - pages_chunked,
         )
@@ -256,6 +264,8 @@ def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
         problem = shrink_problem(start.run_dir, start.baseline_dir, DEFAULT_MAX_SHRINK)
         if problem is not None:
             return refuse(start.data_dir, start.run_id, start.run_dir, outcome, problem)
+    if outcome.success:
+        write_manifest(start.run_dir)
     return publish_if_passed(
         start.data_dir, start.run_id, start.run_dir, outcome, baseline_id=start.baseline_id
     )

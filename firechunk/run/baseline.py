@@ -1,0 +1,69 @@
+"""The baseline: the last good run, which `data/latest` points at, as the next run reads it.
+
+A run reuses the baseline's chunker outcomes and computes its change set against the
+baseline's chunk rows and pages, so a baseline read wrong publishes wrong output. Two
+rules:
+
+- The marker must be sound: `latest` a symlink to a run directory whose `status.json`
+  says passed. Anything else is an error that names the file and the way out, never a
+  silent "no baseline" (which would publish every chunk as an upsert and no deletes).
+- The files must be the ones published (`firechunk.run.manifest`): if any is missing or
+  changed, nothing is reused from the baseline's page cache (every page is chunked again),
+  and the run's report and log say which files. `--full` never reads that cache at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from firechunk.publish import LATEST, STATUS_JSON, read_status
+from firechunk.run.manifest import damaged_files
+
+WAY_OUT = (
+    "move data/latest aside to start without a baseline (every chunk is then an upsert; "
+    "`firechunk load` still deletes what the database holds beyond the run), or point it "
+    "at a run whose status.json says passed"
+)
+
+
+class BaselineError(RuntimeError):
+    """The baseline marker is damaged; the message names the file and the way out."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    run_id: str
+    run_dir: Path
+    damaged: tuple[str, ...]  # files missing or changed since it was published
+
+
+def find_baseline(data_dir: Path) -> Baseline | None:
+    """The run `data_dir/latest` points at; None before the first publication."""
+    link = Path(data_dir) / LATEST
+    if not link.is_symlink():
+        if link.exists():
+            raise BaselineError(f"{link} is not a symlink to a run: {WAY_OUT}")
+        return None
+    run_dir = link.resolve()
+    if not run_dir.is_dir():
+        raise BaselineError(f"{link} points at {run_dir}, which does not exist: {WAY_OUT}")
+    status_file = run_dir / STATUS_JSON
+    try:
+        status = read_status(run_dir)
+    except (OSError, ValueError) as error:
+        first_line = str(error).splitlines()[0]
+        raise BaselineError(f"{status_file} cannot be read ({first_line}): {WAY_OUT}") from None
+    if status is None:
+        raise BaselineError(f"{status_file} is missing: {WAY_OUT}")
+    if status.status != "passed":
+        raise BaselineError(f"{status_file} says {status.status}, not passed: {WAY_OUT}")
+    return Baseline(status.run_id, run_dir, tuple(damaged_files(run_dir)))
+
+
+def damage_warning(baseline_id: str, damaged: tuple[str, ...]) -> str:
+    files = ", ".join(damaged)
+    return (
+        f"baseline run {baseline_id}: {files} missing or changed since it was published "
+        "(manifest.json): nothing reused from it, every page chunked again"
+    )

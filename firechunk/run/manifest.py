@@ -1,0 +1,55 @@
+"""A published run's manifest: the sha256 of every file in it, written as it is published.
+
+The next run reads its baseline back from disk: the page cache it reuses outcomes from,
+the chunk rows and pages it computes the change set against, the report the shrink guard
+reads. Any of them may have been edited or damaged since. The manifest says which files
+are still the ones published; `firechunk.run.baseline` decides what that means.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import orjson
+
+from firechunk.atomic import write_json
+
+MANIFEST_JSON = "manifest.json"
+_CHUNK = 1 << 20
+
+
+def write_manifest(run_dir: Path) -> Path:
+    """Record the sha256 of every file under `run_dir` (paths relative to it)."""
+    return write_json(run_dir / MANIFEST_JSON, {"files": _digests(run_dir)})
+
+
+def damaged_files(run_dir: Path) -> list[str]:
+    """The files of `run_dir` that are missing or differ from its manifest; [MANIFEST_JSON]
+    when the manifest itself is missing or unreadable."""
+    try:
+        recorded = orjson.loads((run_dir / MANIFEST_JSON).read_bytes())["files"]
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return [MANIFEST_JSON]
+    if not isinstance(recorded, dict):
+        return [MANIFEST_JSON]
+    return sorted(name for name, sha in recorded.items() if _sha256(run_dir / name) != sha)
+
+
+def _digests(run_dir: Path) -> dict[str, str]:
+    return {
+        path.relative_to(run_dir).as_posix(): _sha256(path)
+        for path in sorted(run_dir.rglob("*"))
+        if path.is_file() and path.name != MANIFEST_JSON and not path.name.startswith(".")
+    }
+
+
+def _sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(_CHUNK):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
