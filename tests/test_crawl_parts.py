@@ -260,3 +260,13 @@ def test_cli_without_a_key_says_how_to_give_one(tmp_path):
     )
     assert result.exit_code == 1
     assert "FIRECRAWL_API_KEY" in result.output
+
+
+@pytest.mark.parametrize("line", [b"{not json\n", b"[1, 2]\n", b"[" * 50_000 + b"\n"])
+def test_a_damaged_page_log_line_is_an_error_naming_the_line(tmp_path, line):
+    log = PageLog(tmp_path / "pages.jsonl")
+    log.append([{"markdown": "# A", "metadata": {"sourceURL": "https://d.example.com/a"}}])
+    with open(log.path, "ab") as handle:
+        handle.write(line)
+    with pytest.raises(CrawlError, match=r"pages\.jsonl, line 2: not a page"):
+        log.read()

@@ -54,10 +54,27 @@ class PageLog:
             return handle.tell()
 
     def read(self) -> list[dict[str, Any]]:
+        """Every page; a line that is not a JSON object is an error naming the line."""
         if not self.path.exists():
             return []
-        with open(self.path, encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle if line.strip()]
+        pages = []
+        with open(self.path, encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    pages.append(self._page(line, number))
+        return pages
+
+    def _page(self, line: str, number: int) -> dict[str, Any]:
+        try:
+            page = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as error:
+            page = error
+        if not isinstance(page, dict):
+            raise CrawlError(
+                f"{self.path}, line {number}: not a page ({str(page)[:80]}); the file was "
+                "changed outside firechunk: delete its folder and crawl again (--recrawl)"
+            )
+        return page
 
 
 def check_result_page(page: StatusPage, cursor: str | None) -> None:
