@@ -14,10 +14,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/firechunk rebuild --replay data/sample/crawl.json --data-dir data --load
-	$(BIN)/firechunk search "what happens to a message that keeps failing" --data-dir data -k 3
-	@echo "outputs: data/latest/ (chunks.json, chunks.parquet, pages.parquet, report.json, changes.json, validation/)"
-	@echo "database: data/postgres/ (firechunk search \"...\" --data-dir data)"
+	$(BIN)/firechunk rebuild --replay data/sample/crawl.json --data-dir data/demo --load
+	$(BIN)/firechunk search "what happens to a message that keeps failing" --data-dir data/demo -k 3
+	@echo "outputs: data/demo/latest/ (chunks.json, chunks.parquet, pages.parquet, report.json, changes.json, validation/)"
+	@echo "database: data/demo/postgres/ (firechunk search \"...\" --data-dir data/demo)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -33,4 +33,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/chunk_speed.py
 
 clean:
-	rm -rf $(VENV) data/runs data/jobs data/raw data/latest data/postgres
+	rm -rf $(VENV) data/demo

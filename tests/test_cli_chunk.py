@@ -185,3 +185,16 @@ def test_a_run_that_fails_validation_with_out_names_each_failed_expectation(tmp_
     assert "FAILED validation (21/23 expectations passed" in result.stderr
     assert "chunks/run_has_chunks" in result.stderr and "pages/run_has_pages" in result.stderr
     assert json.loads((out / "status.json").read_text())["status"] == "failed"
+
+
+def test_version_and_runs_list_each_run_with_its_verdict(tmp_path: Path):
+    assert run_cli("--version").stdout.startswith("firechunk ")
+    data_dir = tmp_path / "data"
+    assert run_cli("chunk", str(SAMPLE), "--data-dir", str(data_dir)).returncode == 0
+    (data_dir / "runs" / "half-done").mkdir()
+    listed = run_cli("runs", "--data-dir", str(data_dir))
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    published = next(line for line in lines if "<- latest" in line)
+    assert published.split()[1:6] == ["passed", "13", "17", "2", "17"]
+    assert any(line.startswith("half-done") and "unfinished" in line for line in lines)
