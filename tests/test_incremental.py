@@ -33,6 +33,7 @@ from firechunk.run.cache import STATE_FILE
 from firechunk.run.executors import in_process
 from firechunk.run.memory import chunk_crawl
 from firechunk.run.stages import (
+    RunSuperseded,
     chunk_stage,
     publish_stage,
     run_here,
@@ -571,3 +572,20 @@ def test_full_never_reads_a_damaged_baseline_cache(data_dir):
     (data_dir / "runs" / "night-1" / STATE_FILE).write_bytes(b"garbage, not sqlite")
     result, changes = rebuild_here(sample(), data_dir, "night-2", full=True)
     assert result.published and changes.pages_reused == 0 and changes.baseline == "night-1"
+
+
+def test_a_run_whose_baseline_was_pruned_meanwhile_is_superseded_not_failed(data_dir):
+    late = start_run(data_dir, "late")  # its baseline: night-1
+    chunk_stage(late, crawl_file(sample()), in_process, workers=1)
+    # Meanwhile another run is published and prunes night-1.
+    shutil.copytree(data_dir / "runs" / "night-1", data_dir / "runs" / "nightly")
+    status_file = data_dir / "runs" / "nightly" / "status.json"
+    status_file.write_text(status_file.read_text().replace('"night-1"', '"nightly"'))
+    (data_dir / "latest").unlink()
+    os.symlink("runs/nightly", data_dir / "latest")
+    shutil.rmtree(data_dir / "runs" / "night-1")
+
+    with pytest.raises(RunSuperseded, match="run night-1, was removed while it ran"):
+        write_stage(late)
+    status = json.loads((data_dir / "runs" / "late" / "status.json").read_text())
+    assert status["status"] == "superseded" and "latest is now run nightly" in status["error"]

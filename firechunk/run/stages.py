@@ -36,9 +36,11 @@ from firechunk.publish import (
     RUNS_DIR,
     claim_run_dir,
     failure_recorded,
+    last_good_run,
     publish_if_passed,
     record_verdict,
     refuse,
+    write_status,
 )
 from firechunk.run.assemble import assemble
 from firechunk.run.baseline import damage_warning, find_baseline
@@ -53,7 +55,7 @@ from firechunk.tokens import DEFAULT_ENCODING
 from firechunk.validate.suites import SUITES_DIR, validate_tables
 from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
 from schemas.changes import ChangeSet
-from schemas.publish import PublishResult
+from schemas.publish import PublishResult, RunStatus
 from schemas.report import ChunkReport
 from schemas.validation import ValidationOutcome
 
@@ -211,6 +213,7 @@ def chunk_stage(
 def write_stage(start: RunStart) -> Written:
     """Assemble the run from its page cache and write every file of it, changes.json last."""
     run_dir = start.run_dir
+    _check_baseline_kept(start)
     with failure_recorded(run_dir, start.run_id):
         cache = PageCache.open(run_dir / STATE_FILE)
         try:
@@ -241,6 +244,22 @@ def write_stage(start: RunStart) -> Written:
         )
         write_changes(run_dir, changes)
     return Written(report=assembled.report, changes=changes)
+
+
+class RunSuperseded(RuntimeError):
+    """The run's baseline was removed while it ran (another run was published and pruned
+    it): its change set cannot be computed. Marked superseded; the next run compares with
+    the new `latest`."""
+
+
+def _check_baseline_kept(start: RunStart) -> None:
+    if start.baseline_dir is None or start.baseline_dir.is_dir():
+        return
+    current = last_good_run(start.data_dir) if start.data_dir else None
+    moved = f"; latest is now run {current[0]}" if current else ""
+    why = f"its baseline, run {start.baseline_id}, was removed while it ran{moved}"
+    write_status(start.run_dir, RunStatus(run_id=start.run_id, status="superseded", error=why))
+    raise RunSuperseded(f"run {start.run_id} was not written: {why}. Rebuild again.")
 
 
 def validate_stage(start: RunStart, suites_dir: Path = SUITES_DIR) -> ValidationOutcome:
