@@ -30,6 +30,7 @@ LATEST = "latest"
 STATUS_JSON = "status.json"
 PUBLISH_LOCK = ".publish.lock"
 RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
+_NEW_LATEST = f".{LATEST}.*.tmp"  # `switch_latest`'s new link, renamed over `latest`
 
 
 @contextmanager
@@ -184,7 +185,9 @@ def check_run_id(run_id: str | None) -> None:
 
 
 def claim_run_dir(runs_dir: Path, run_id: str | None = None) -> tuple[str, Path]:
-    """Create the run's directory; creating it is what makes the id ours (never reused)."""
+    """Create the run's directory; creating it is what makes the id ours (never reused).
+    A run starts here, so the links a killed publication left go first."""
+    remove_stray_links(runs_dir.parent)
     runs_dir.mkdir(parents=True, exist_ok=True)
     if run_id is not None:
         check_run_id(run_id)
@@ -216,6 +219,19 @@ def switch_latest(data_dir: Path, run_dir: Path) -> Path:
         temporary.unlink(missing_ok=True)
         raise
     return link
+
+
+def remove_stray_links(data_dir: Path) -> list[Path]:
+    """Remove the new `latest` links a publication killed between making one and renaming
+    it over `latest` left in `data_dir`. Under the publish lock, which every publication
+    holds while its link exists, so never one about to be renamed."""
+    if not any(Path(data_dir).glob(_NEW_LATEST)):
+        return []  # the usual case: no lock taken, no lock file made
+    with _publish_lock(data_dir):
+        stray = [path for path in Path(data_dir).glob(_NEW_LATEST) if path.is_symlink()]
+        for path in stray:
+            path.unlink(missing_ok=True)
+    return stray
 
 
 def format_result(result: PublishResult) -> str:

@@ -84,6 +84,8 @@ def rebuild(
                 data_dir=data_dir,
                 secret_block=secret_block,
             )
+    # Every run, published or not, before it takes space: failed nights must not fill the disk.
+    removed = prune_old_runs(data_dir, keep_runs, replay)
     run = start(data_dir, run_id, full, allow_shrink, allow_partial)
     with timed(seconds, "chunk"):
         chunk_on_runner(run, replay, make_task_runner(task_runner, workers, dask_address), workers)
@@ -97,7 +99,7 @@ def rebuild(
         report_to_dashboard(written.report, seconds, failed.result)
         raise
     seconds["total"] = sum(seconds.values())
-    removed = prune_old_runs(data_dir, keep_runs, replay)
+    removed += prune_old_runs(data_dir, keep_runs, replay)
     report_to_dashboard(written.report, seconds, result, removed)
     if load:
         load_database(

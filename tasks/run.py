@@ -121,10 +121,10 @@ def publish(run: RunStart, outcome: ValidationOutcome) -> PublishResult:
 
 @task(name="prune-old-runs", cache_policy=NO_CACHE)
 def prune_old_runs(data_dir: Path, keep: int, crawl_file: Path | None = None) -> list[str]:
-    """After a run was published: remove finished runs and raw crawls beyond the `keep`
-    newest (`firechunk.retention`), never `crawl_file`'s, the crawl the run was rebuilt
-    from; 0 keeps everything. A removal that fails is logged, not raised: the run is
-    published, and the next run tries again."""
+    """As a run starts, and once it is published: remove ended runs (finished, or killed)
+    and raw crawls beyond the `keep` newest (`firechunk.retention`), never `crawl_file`'s,
+    the crawl the run was rebuilt from, and what dead writers left; 0 keeps every run. A
+    removal that fails is logged, not raised: the next run tries again."""
     logger = get_run_logger()
     try:
         runs = prune_runs(Path(data_dir), keep)

@@ -4,20 +4,33 @@ A flow's own task runner is fixed when the flow is defined, so the runner chosen
 parameter is built here and entered by `tasks.chunk.on_task_runner` for the chunking
 step only. Chunking is CPU-bound Python, so threads would not help: processes, or Dask
 workers that are processes.
+
+The local processes, and the temporary API server `firechunk rebuild` starts
+(`start_temporary_api`), die with the process that started them however it ends, SIGKILL
+and the OOM killer included (`firechunk.run.executors.die_with_parent`).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import Literal, Self
+from multiprocessing import forkserver
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Self
 
-from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner
 
+from firechunk.run.executors import die_with_parent
 from firechunk.tokens import DEFAULT_ENCODING, get_encoding
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 TaskRunnerKind = Literal["process", "dask"]
 
@@ -72,6 +85,10 @@ class PreloadedProcessPoolTaskRunner(ProcessPoolTaskRunner):
     the chunker and the tokenizer loaded.
     Forking the fork server (not this process, which runs threads and event loops) keeps
     the isolation that spawn gives. Everything else is Prefect's runner unchanged.
+
+    The fork server dies with the thread that started it (`tasks.worker_preload`), and
+    Prefect submits tasks, so would start it, from a pool of resolver threads that ends
+    with the runner: it is started here instead, by the flow's own thread.
     """
 
     def __enter__(self) -> Self:
@@ -90,12 +107,14 @@ class PreloadedProcessPoolTaskRunner(ProcessPoolTaskRunner):
 
 
 def _fork_server() -> multiprocessing.context.BaseContext:
-    """The fork-server context, preloading `WORKER_PRELOAD` when the server first starts
-    (a server already running keeps what it loaded; platforms without one spawn)."""
+    """The fork-server context, its server started now from this thread, preloading
+    `WORKER_PRELOAD` (a server already running keeps what it loaded; platforms without one
+    spawn)."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(WORKER_PRELOAD))
+    forkserver.ensure_running()
     return context
 
 
@@ -119,3 +138,56 @@ def api_shared_with_workers() -> Iterator[None]:
         return
     with temporary_settings({PREFECT_API_URL: server.api_url}):
         yield
+
+
+# Tells the temporary API's process which process started it (`temporary_api_app`).
+_API_PARENT = "FIRECHUNK_API_PARENT_PID"
+
+
+def start_temporary_api() -> None:
+    """Start Prefect's temporary API now, from this thread, tied to it, when no API is
+    configured (no PREFECT_API_URL); Prefect then uses it, and stops it at exit, as it would
+    the server it starts itself.
+
+    Prefect would start it on first use, from whichever thread first needs the API, as a
+    plain subprocess that outlives a SIGKILL of the command (or the OOM killer), with its
+    230 MB. Here its process ties itself to this thread before it builds the app
+    (`temporary_api_app`). Call it from the main thread: the server dies with that thread.
+    """
+    if PREFECT_API_URL.value():
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    class TemporaryApi(SubprocessASGIServer):
+        """Prefect's temporary server, its process started by `_api_process`. Made first,
+        it is the instance Prefect's `SubprocessASGIServer()` returns from then on."""
+
+        def _run_uvicorn_command(self) -> subprocess.Popen[bytes]:
+            return _api_process(self.port)
+
+    TemporaryApi().start()
+
+
+def _api_process(port: int) -> subprocess.Popen[bytes]:
+    """The command Prefect runs for its temporary server, with this module's app factory
+    (imported from this checkout, whatever the directory the command runs in holds)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(__file__).resolve().parents[1])]
+        + ["--factory", f"{__name__}:temporary_api_app", "--host", "127.0.0.1"]
+        + ["--port", str(port), "--log-level", "error", "--lifespan", "on"],
+        env={
+            **os.environ,
+            **get_current_settings().to_environment_variables(exclude_unset=True),
+            "PREFECT_UI_ENABLED": "0",
+            _API_PARENT: str(os.getpid()),
+        },
+    )
+
+
+def temporary_api_app() -> FastAPI:
+    """Prefect's API app without UI or services, built in the temporary server's process
+    once that process is tied to the one that started it."""
+    die_with_parent(int(os.environ[_API_PARENT]))
+    from prefect.server.api.server import create_app
+
+    return create_app(ephemeral=True, final=True)

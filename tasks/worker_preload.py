@@ -10,7 +10,16 @@ the running flow (which imports the flows and, through them, the crawl client an
 firecrawl-py) and holds a block whose class lookup imports every installed Prefect
 collection (prefect-dask, and with it Dask). Profiled on a 1,500-page rebuild, a worker
 spent about 1 s on those imports before its first page; they are done here instead.
+
+The fork server and its workers die with the flow process however it ends, SIGKILL
+included (`firechunk.run.executors.die_with_parent`): otherwise the workers wait for tasks
+from it forever, and each holds the fork server open. The fork server is tied to the flow
+process here (if that died during the imports, the fork server finds its client gone as it
+starts serving, and exits), each worker to the fork server as it is forked. Import this
+module in the fork server only: it ties whichever process imports it to its parent.
 """
+
+import os
 
 import prefect.task_engine  # noqa: F401  (the engine that runs a task in the worker)
 from prefect.plugins import load_prefect_collections
@@ -18,7 +27,23 @@ from prefect.plugins import load_prefect_collections
 import flows.chunk  # noqa: F401  (the flows whose runs chunk on workers, pickled by name)
 import flows.rebuild  # noqa: F401
 import tasks.chunk  # noqa: F401  (the chunk tasks and, through them, the chunker)
+from firechunk.run.executors import die_with_parent
 from firechunk.tokens import DEFAULT_ENCODING, get_encoding
 
+# This fork server's pid; None in the processes it forks.
+_server: int | None = os.getpid()
+
+
+def _tie_worker() -> None:
+    """Run in each child right after it is forked: a worker dies with the fork server that
+    forked it. What a worker forks in turn is left alone."""
+    global _server
+    server, _server = _server, None
+    if server is not None:
+        die_with_parent(server)
+
+
+die_with_parent()
+os.register_at_fork(after_in_child=_tie_worker)
 get_encoding(DEFAULT_ENCODING)
 load_prefect_collections()

@@ -31,8 +31,8 @@ from firechunk.crawl.errors import (
     TargetMismatchError,
 )
 from firechunk.crawlfile import read_crawl
-from firechunk.publish import switch_latest
 from firechunk.run.memory import chunk_crawl
+from firechunk.run.stages import run_here, start_run
 from flows.chunk import chunk as chunk_flow
 from flows.crawl import crawl as crawl_flow
 from flows.rebuild import rebuild
@@ -118,9 +118,9 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     bad_crawl = tmp_path / "twice.json"
     bad_crawl.write_text(json.dumps(crawl), encoding="utf-8")
     data_dir = tmp_path / "data"
+    good = run_here(start_run(data_dir, "previous-good"), SAMPLE_CRAWL)[2]
+    assert good.published
     previous = data_dir / "runs" / "previous-good"
-    previous.mkdir(parents=True)
-    switch_latest(data_dir, previous)
 
     result = CliRunner().invoke(
         app,

@@ -1,11 +1,16 @@
-"""Old runs are removed after a publication: `latest`, the newest finished runs and every
-unfinished run stay."""
+"""Old runs are removed: `latest`, the newest ended runs (finished, or dead: killed with no
+`status.json`) and every running run stay."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import time
+from datetime import datetime
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -32,14 +37,58 @@ def run_names(data_dir) -> set[str]:
     return {path.name for path in (data_dir / RUNS_DIR).iterdir()}
 
 
-def test_the_newest_runs_latest_and_unfinished_runs_stay(tmp_path):
+def unfinished(data_dir, run_id: str) -> Path:
+    """A run directory as the start and chunk stages leave it: no `status.json` yet."""
+    run_dir = data_dir / RUNS_DIR / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text("{}\n")
+    return run_dir
+
+
+def last_changed(run_dir: Path, at: str) -> Path:
+    """Date the run directory's last change (what a dead run is ordered by)."""
+    stamp = datetime.fromisoformat(at).timestamp()
+    os.utime(run_dir, (stamp, stamp))
+    return run_dir
+
+
+# A process that runs a run: it holds the run's lock until it is killed, or stdin closes.
+HOLD_LOCK = (
+    "import sys; from firechunk.retention import hold_run_lock; "
+    "hold_run_lock(sys.argv[1]); print('held', flush=True); sys.stdin.read()"
+)
+
+
+@pytest.fixture
+def run_process():
+    """Start a process that holds a run's lock, as the process running a run does."""
+    started: list[subprocess.Popen] = []
+
+    def start(run_dir: Path) -> subprocess.Popen:
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_LOCK, str(run_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        started.append(holder)
+        assert holder.stdout.readline() == "held\n", "the run's lock was not taken"
+        return holder
+
+    yield start
+    for holder in started:
+        holder.kill()
+        holder.communicate()
+
+
+def test_the_newest_runs_latest_and_running_runs_stay(tmp_path, run_process):
     # Ids do not sort in time order here: the finishing time decides.
     oldest = finished(tmp_path, "b-oldest", "2026-11-01T03:10:00+00:00")
     finished(tmp_path, "a-failed", "2026-11-02T03:10:00+00:00", status="failed")
     finished(tmp_path, "d-third", "2026-11-03T03:10:00+00:00")
     published = finished(tmp_path, "c-newest", "2026-11-04T03:10:00+00:00")
     switch_latest(tmp_path, published)
-    (tmp_path / RUNS_DIR / "e-running").mkdir()  # started, no status.json yet
+    run_process(unfinished(tmp_path, "e-running"))  # no status.json yet, its process alive
     (tmp_path / RUNS_DIR / ".publish.lock").write_text("")
     (tmp_path / RUNS_DIR / ".removing-x-1a2b3c" / "validation").mkdir(parents=True)  # interrupted
 
@@ -69,6 +118,89 @@ def test_keep_zero_removes_nothing_and_one_is_refused(tmp_path):
     with pytest.raises(ValueError, match="at least 2"):
         prune_runs(tmp_path, keep=1)
     assert run_names(tmp_path) == {"night-1", "night-2", "night-3"}
+
+
+def test_a_dead_run_is_pruned_like_a_failed_one_and_a_running_one_stays(tmp_path, run_process):
+    """A run killed before its `status.json` (its lock free: no process holds it) ended
+    when it last changed; one whose process still runs stays, however old."""
+    finished(tmp_path, "night-1", "2026-11-01T03:10:00+00:00", status="failed")
+    killed = unfinished(tmp_path, "night-2")
+    run_process(killed).kill()  # the OOM killer: its lock is released by the OS
+    last_changed(killed, "2026-11-02T03:10:00+00:00")
+    # Killed before this version took locks: no lock file at all.
+    last_changed(unfinished(tmp_path, "night-3"), "2026-11-03T03:10:00+00:00")
+    running = unfinished(tmp_path, "night-0-running")
+    still_running = run_process(running)
+    last_changed(running, "2026-10-30T03:10:00+00:00")  # older than all, but running
+    finished(tmp_path, "night-4", "2026-11-04T03:10:00+00:00")
+    switch_latest(tmp_path, finished(tmp_path, "night-5", "2026-11-05T03:10:00+00:00"))
+    unfinished(tmp_path, "night-6")  # claimed an instant ago, its lock not taken yet
+
+    assert prune_runs(tmp_path, keep=2) == ["night-1", "night-2", "night-3"]
+    assert run_names(tmp_path) == {"night-0-running", "night-4", "night-5", "night-6"}
+
+    still_running.kill()
+    still_running.wait()
+    assert prune_runs(tmp_path, keep=2) == ["night-0-running"]
+
+
+def test_what_writes_a_kill_cut_short_left_is_removed(tmp_path, run_process):
+    """Atomic writes leave `.<name>.<random>.tmp` when killed; one written to within the
+    last minutes may be a write under way (another run, a crawl) and stays."""
+    run_dir = finished(tmp_path, "night-1", "2026-11-01T03:10:00+00:00")
+    tables = run_dir / "validation" / "tables"
+    tables.mkdir(parents=True)
+    raw = raw_crawl(tmp_path, "crawl-a", 1)
+    (tmp_path / "jobs").mkdir()
+    hours_ago = time.time() - 2 * 3600
+    stray = [
+        run_dir / ".chunks.parquet.k3j_x0aq.tmp",
+        tables / ".chunks.parquet.a8d2mm1c.tmp",
+        raw / ".crawl.json.0p2nnq8w.tmp",
+        tmp_path / "jobs" / ".docs.json.q1w2e3r4.tmp",
+    ]
+    for path in stray:
+        path.write_bytes(b"half")
+        os.utime(path, (hours_ago, hours_ago))
+    under_way = run_dir / ".chunks.json.zz9_aa1b.tmp"
+    under_way.write_bytes(b"being written")
+    running = unfinished(tmp_path, "night-2")
+    run_process(running)
+    running_stray = running / ".pages.parquet.b7c6d5e4.tmp"
+    running_stray.write_bytes(b"its own")
+    os.utime(running_stray, (hours_ago, hours_ago))
+
+    prune_runs(tmp_path, keep=2)
+    prune_raw_crawls(tmp_path, keep=2)
+
+    assert [path for path in stray if path.exists()] == []
+    assert under_way.exists() and running_stray.exists()
+    assert (run_dir / "chunks.json").exists() and (raw / "crawl.json").exists()
+
+
+def test_failed_and_dead_runs_are_pruned_by_a_run_that_is_not_published(prefect_api, tmp_path):
+    """Failed nights must not fill the disk: pruning does not wait for a publication."""
+    data_dir = tmp_path / "data"
+    for night in (1, 2):
+        finished(data_dir, f"failed-{night}", f"2026-11-0{night}T03:10:00+00:00", "failed")
+    last_changed(unfinished(data_dir, "killed-3"), "2026-11-03T03:10:00+00:00")
+    crawl = json.loads(SAMPLE_CRAWL.read_text(encoding="utf-8"))
+    for page in crawl["data"]:  # every page empty: no chunks, the run fails validation
+        page["markdown"] = ""
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps(crawl), encoding="utf-8")
+
+    result = CliRunner().invoke(
+        app,
+        ["rebuild", "--replay", str(empty), "--data-dir", str(data_dir), "--workers", "1"]
+        + ["--run-id", "failed-4", "--keep-runs", "2"],
+    )
+
+    assert result.exit_code == 1 and "FAILED validation" in result.output, result.output
+    left = run_names(data_dir) - {".publish.lock"}
+    assert "failed-1" not in left  # the oldest, beyond the 2 newest (the dead one counted)
+    assert "failed-4" in left  # this run
+    assert len(left) <= 3  # the 2 newest, and this run if it was not counted yet
 
 
 def test_a_rebuild_removes_old_runs_once_it_is_published(prefect_api, tmp_path):

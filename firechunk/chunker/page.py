@@ -152,24 +152,20 @@ def check_page(markdown: object, options: ChunkerOptions) -> str:
     if _HTML_DOCUMENT.match(markdown):
         raise PageRejected("html", "raw HTML document instead of markdown")
     if (line := _too_deep(markdown)) is not None:
-        raise PageRejected(
-            "too-deep", f"lists or quotes nested over {MAX_DEPTH} deep (line {line})"
-        )
+        raise PageRejected("too-deep", f"lists nested over {MAX_DEPTH} deep (line {line})")
     return markdown
 
 
-# Parsing nested lists and quotes costs far more than linear in their depth: 150 levels
+# Parsing nested lists costs far more than linear in their depth: 150 levels
 # take 0.3 s, 200 levels 1.1 s, 300 levels 4.6 s, 800 levels over a minute. Docs nest a few
 # levels; a page nested past this is generated junk.
 MAX_DEPTH = 100
-_DEEP = re.compile(
-    rf"^(?: {{{2 * MAX_DEPTH},}}(?:[-*+]|\d+[.)])[ \t]|(?:>[ \t]*){{{MAX_DEPTH},}})", re.M
-)
+_DEEP = re.compile(rf"^ {{{2 * MAX_DEPTH},}}(?:[-*+]|\d+[.)])[ \t]", re.M)
 _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.M)
 
 
 def _too_deep(markdown: str) -> int | None:
-    """The line (1-based) of the first list item or quote nested past `MAX_DEPTH`, outside
+    """The line (1-based) of the first list item nested past `MAX_DEPTH`, outside
     fenced code; None for a page without one."""
     for match in _DEEP.finditer(markdown):
         before = markdown[: match.start()]

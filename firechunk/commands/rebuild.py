@@ -1,8 +1,10 @@
 """`firechunk rebuild`: run the Prefect rebuild flow here and now, no server to set up.
 
 Crawl (or replay a saved crawl), chunk on parallel workers, validate, publish: the same flow
-the nightly deployment runs. With no PREFECT_API_URL configured, Prefect starts a temporary
-local API for the run and stops it afterwards; with one, the run shows on that dashboard.
+the nightly deployment runs. With no PREFECT_API_URL configured, a temporary local API
+serves the run and stops afterwards; with one, the run shows on that dashboard. The
+temporary API and the chunking workers die with the command however it ends, even by
+SIGKILL or the OOM killer (`tasks.runners`), so a killed night leaves no memory taken.
 
 Prefect is imported inside the command, so other commands start without paying for it.
 """
@@ -122,8 +124,11 @@ def rebuild(
     from firechunk.crawlfile import CrawlFileError, read_crawl
     from firechunk.publish import check_run_id
     from firechunk.retention import check_keep
+    from firechunk.run.baseline import BaselineError
+    from firechunk.run.stages import RunSuperseded
     from flows.rebuild import rebuild as rebuild_flow
     from tasks.run import RunNotPublished
+    from tasks.runners import start_temporary_api
 
     parameters = {
         "site_url": site,
@@ -153,11 +158,18 @@ def rebuild(
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=2) from None
+    start_temporary_api()  # from the main thread, which lives as long as the command
     try:
         result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})
     except RunNotPublished as failed:
         typer.echo(str(failed), err=True)
         raise typer.Exit(code=1) from None
+    except RunSuperseded as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=1) from None
+    except BaselineError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None
     except (CrawlError, CrawlFileError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=1 if isinstance(error, CrawlError) else 2) from None

@@ -6,11 +6,19 @@ yields each batch's outcomes as it finishes, in any order; the chunk stage
 (`firechunk.run.stages.chunk_stage`) is handed one. Here are this process (`in_process`)
 and a pool of forked processes (`process_pool`); the Prefect flows hand it their task
 runner instead (`tasks.chunk.on_task_runner`), a process pool or a Dask cluster.
+
+Every worker process dies with the process that started it (`die_with_parent`), however
+that one ends: a worker left behind by a killed run keeps its memory, so an OOM-killed night
+would make the next one likelier to run out too.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
@@ -20,6 +28,28 @@ from firechunk.run.plan import PageInput
 from firechunk.tokens import get_encoding
 
 Executor = Callable[[list[list[PageInput]], str, ChunkerOptions], Iterable[list[PackedOutcome]]]
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Have the kernel SIGKILL this process as soon as its parent ends, however it ends
+    (SIGKILL and the OOM killer included); call it first thing in a child. Linux only: a
+    no-op elsewhere.
+
+    "Parent" is the *thread* that started this process: a child started from a thread
+    that ends before the process does is killed early, so children must be started from
+    a thread that lives as long as they are needed. `parent` closes the race with a parent
+    that died before this call: if this process's parent is no longer `parent`, it was
+    orphaned already and is killed now. A kernel that refuses (a sandbox forbidding prctl)
+    leaves the process as it was rather than failing the run.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    if ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return
+    if parent is not None and os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def in_process(
@@ -32,7 +62,8 @@ def in_process(
 def process_pool(workers: int) -> Executor:
     """`workers` processes, this one among them: it takes every `workers`-th batch itself
     while `workers - 1` forked processes take the others, so one process fewer is started
-    and this one does not sit idle waiting."""
+    and this one does not sit idle waiting. The workers are forked by the thread that
+    iterates the batches, which outlives them (the pool is shut down before it is done)."""
 
     def run(
         batches: list[list[PageInput]], encoding: str, options: ChunkerOptions
@@ -45,7 +76,9 @@ def process_pool(workers: int) -> Executor:
         mine = batches[::workers]
         theirs = [batch for i, batch in enumerate(batches) if i % workers]
         context = multiprocessing.get_context(method)
-        with ProcessPoolExecutor(workers - 1, mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            workers - 1, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             futures = [pool.submit(chunk_pages, batch, encoding, options) for batch in theirs]
             for batch in mine:
                 yield chunk_pages(batch, encoding, options)

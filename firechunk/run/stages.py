@@ -42,6 +42,7 @@ from firechunk.publish import (
     refuse,
     write_status,
 )
+from firechunk.retention import hold_run_lock
 from firechunk.run.assemble import assemble
 from firechunk.run.baseline import damage_warning, find_baseline
 from firechunk.run.cache import STATE_FILE, PageCache, outcome_key
@@ -126,6 +127,7 @@ def start_run(
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
     baseline = find_baseline(data_dir)
     run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
+    hold_run_lock(run_dir)  # for as long as this process lives: the run is running
     start = RunStart(
         run_id=run_id,
         run_dir=run_dir,

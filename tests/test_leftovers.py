@@ -1,0 +1,194 @@
+"""Nothing a killed command started outlives it, and what a killed run left is cleared.
+
+A SIGKILL (or the OOM killer) gives a command no chance to stop what it started: the
+workers, the fork server they come from and Prefect's temporary API must die by
+themselves. The commands run here as a user runs them, in a session of their own, so that
+every process they start can be listed (and, should the test fail, ended) by its group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psutil
+import pytest
+
+from firechunk.publish import LATEST, RUNS_DIR
+from firechunk.run.stages import start_run
+from tests.prefect_helpers import ROOT, SAMPLE_CRAWL, prefect_env
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="processes die with their parent on Linux"
+)
+
+WORKER_TIMEOUT = 120.0  # a loaded machine starts Prefect's API slowly
+GRACE = 3.0  # seconds the kernel is given to end what the command left
+
+
+def big_crawl(path: Path, copies: int) -> Path:
+    """The sample crawl's pages `copies` times over, each copy at its own URLs and with
+    markdown of its own (so none is an alias of another): seconds of chunking."""
+    crawl = json.loads(SAMPLE_CRAWL.read_text(encoding="utf-8"))
+    pages = []
+    for copy in range(copies):
+        for page in crawl["data"]:
+            metadata = dict(page["metadata"])
+            for key in ("url", "sourceURL", "ogUrl"):
+                if metadata.get(key):
+                    parts = urlsplit(metadata[key])
+                    metadata[key] = urlunsplit(parts._replace(path=f"/copy{copy}{parts.path}"))
+            markdown = f"{page['markdown']}\n\nCopy {copy} of this page.\n"
+            pages.append({"markdown": markdown, "metadata": metadata})
+    crawl.update(data=pages, total=len(pages), completed=len(pages))
+    path.write_text(json.dumps(crawl), encoding="utf-8")
+    return path
+
+
+def in_group(group: int) -> list[psutil.Process]:
+    """Every live process of process group `group`."""
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(process.pid) == group and alive(process):
+                found.append(process)
+    return found
+
+
+def workers_of(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """The chunking workers among `processes`: forked, not exec'd, by another of them (the
+    command, or the fork server), so each has its parent's command line."""
+    by_pid = {process.pid: process for process in processes}
+    workers = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            parent = by_pid.get(process.ppid())
+            if parent is not None and process.cmdline() == parent.cmdline():
+                workers.append(process)
+    return workers
+
+
+def describe(processes: list[psutil.Process]) -> list[str]:
+    described = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            described.append(f"{process.pid} {' '.join(process.cmdline())[:120]}")
+    return described
+
+
+@contextlib.contextmanager
+def command(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
+    """`firechunk ARGS` in a session of its own; whatever of its group is left at the end
+    is killed, so a failing test leaves nothing behind either."""
+    with log.open("w") as out:
+        cli = subprocess.Popen(
+            [sys.executable, "-m", "firechunk.cli", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield cli
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(cli.pid, signal.SIGKILL)
+        cli.wait()
+
+
+def kill_while_chunking(cli: subprocess.Popen, log: Path) -> tuple[list[str], list[str]]:
+    """SIGKILL the command once a chunking worker runs; return what ran then and what is
+    left `GRACE` seconds later (in its process group, or recorded before the kill)."""
+    deadline = time.monotonic() + WORKER_TIMEOUT
+    while not workers_of(running := in_group(cli.pid)):
+        assert cli.poll() is None, f"exited {cli.returncode} before chunking:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"no worker after {WORKER_TIMEOUT:.0f} s"
+        time.sleep(0.05)
+    recorded = psutil.Process(cli.pid).children(recursive=True)
+    described = describe(running)
+    cli.send_signal(signal.SIGKILL)
+    cli.wait()
+    time.sleep(GRACE)
+    left = {process.pid: process for process in in_group(cli.pid)}
+    left.update((process.pid, process) for process in recorded if alive(process))
+    return described, describe(list(left.values()))
+
+
+def alive(process: psutil.Process) -> bool:
+    """Still running (the same process: psutil checks its start time), not a zombie."""
+    with contextlib.suppress(psutil.Error):
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    return False
+
+
+@pytest.fixture
+def migrated_prefect_home(prefect_api, tmp_path) -> Path:
+    """A Prefect home whose database is already migrated (a copy of the test server's): a
+    fresh one takes 20-30 s to migrate as the command's temporary API starts."""
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
+
+    url = PREFECT_SERVER_DATABASE_CONNECTION_URL.value()
+    prefix = "sqlite+aiosqlite:///"
+    if not url or not url.startswith(prefix):
+        pytest.skip(f"the test server's database is not a SQLite file: {url}")
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    with (
+        sqlite3.connect(url.removeprefix(prefix)) as source,
+        sqlite3.connect(home / "prefect.db") as copy,
+    ):
+        source.backup(copy)
+    return home
+
+
+@linux_only
+def test_nothing_the_rebuild_started_outlives_a_sigkill(migrated_prefect_home, tmp_path):
+    """The temporary API, the resource tracker, the fork server and its workers: 5
+    processes and about 850 MB, which a night killed for want of memory must not leave to
+    the next."""
+    crawl = big_crawl(tmp_path / "crawl.json", copies=200)
+    env = prefect_env(migrated_prefect_home)  # no PREFECT_API_URL: the temporary API starts
+    args = ["rebuild", "--replay", str(crawl), "--data-dir", str(tmp_path / "data")]
+    log = tmp_path / "rebuild.log"
+
+    with command([*args, "--workers", "2"], env, log) as cli:
+        running, left = kill_while_chunking(cli, log)
+
+    assert any("uvicorn" in line for line in running), running  # the temporary API ran
+    assert any("forkserver" in line for line in running), running
+    assert left == [], f"left running after a SIGKILL of the command: {left}"
+
+
+@linux_only
+def test_nothing_chunk_started_outlives_a_sigkill(tmp_path):
+    """`firechunk chunk` forks its workers itself (`firechunk.run.executors.process_pool`)."""
+    crawl = big_crawl(tmp_path / "crawl.json", copies=200)
+    log = tmp_path / "chunk.log"
+    args = ["chunk", str(crawl), "--data-dir", str(tmp_path / "data"), "--workers", "3"]
+
+    with command(args, dict(os.environ), log) as cli:
+        running, left = kill_while_chunking(cli, log)
+
+    assert len(running) >= 2, running
+    assert left == [], f"left running after a SIGKILL of the command: {left}"
+
+
+def test_a_link_a_killed_publication_left_is_removed_as_a_run_starts(tmp_path):
+    # Made beside `latest` to be renamed over it; the kill came in between.
+    stray = tmp_path / f".{LATEST}.abcd.tmp"
+    os.symlink(os.path.join(RUNS_DIR, "published"), stray)
+
+    start_run(tmp_path)
+
+    assert not os.path.lexists(stray)
+    assert not os.path.lexists(tmp_path / LATEST)  # nothing was published meanwhile
