@@ -120,6 +120,9 @@ def rebuild(
     os.environ.setdefault(
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", _EPHEMERAL_STARTUP_TIMEOUT
     )
+    # The temporary API's telemetry has nowhere to go on an offline machine, and says so
+    # with an ERROR line on every run.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from firechunk.crawl import CrawlError
     from firechunk.crawlfile import CrawlFileError, read_crawl
     from firechunk.publish import check_run_id
