@@ -179,11 +179,14 @@ class LocalEmbedder:
         vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if len(texts) == 0:
             return vectors
-        encodings = self.tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        # Sorted by length in characters, a close stand-in for word pieces, and encoded a
+        # batch at a time: an encoding keeps the pieces cut off past the limit, and all of
+        # a night's chunks encoded at once held gigabytes.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
-            vectors[batch] = self._run([encodings[i].ids for i in batch])
+            encodings = self.tokenizer.encode_batch([texts[i] for i in batch])
+            vectors[batch] = self._run([encoding.ids for encoding in encodings])
             if progress is not None:
                 progress(start + len(batch))
         return vectors
