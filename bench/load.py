@@ -1,7 +1,8 @@
 """Loading a 5,000-page replay into Postgres + pgvector, then a 1 %-changed night: time.
 
     python bench/load.py [--pages 5000] [--changed 0.01] [--workers 2] [--batch-size 32]
-                         [--sample 500] [--repeat 3] [--json PATH] [--keep DIR]
+                         [--sample 500] [--repeat 3] [--budget 120] [--json PATH]
+                         [--keep DIR]
 
 The replay is `bench/scale.py`'s (imported from it, not copied): `--pages` pages cycled
 from the distinct pages of `../shared/corpus/`, each with a URL and a made-up word of its
@@ -29,11 +30,11 @@ In one invocation, in this order:
    run has and the full run had not (from the two runs' chunks.json), and afterwards the
    database holds exactly the new run's ids.
 4. again: the same run loaded a second time; checked: nothing changed, nothing embedded.
-5. anatomy: the full run's rows again (vectors read back from the database, not embedded
-   again) copied into a scratch table with no index, then each of the chunk table's
-   indexes built on it, each timed; the scratch table is dropped. This splits what the
-   full load's database seconds would cost if the indexes were built after the COPY
-   rather than kept up row by row during it.
+5. anatomy: the rows of the run the database now holds (vectors read back from it, not
+   embedded again) copied into a scratch table with no index, then each of the chunk
+   table's indexes built on it, each timed; the scratch table is dropped. This shows what
+   a first load's database seconds would be with the indexes built after the COPY, not
+   kept up row by row during it, and which index costs what.
 
 A failed check exits with status 1. The seconds each chunking run took are printed as
 context (they are `bench/scale.py`'s subject, not this bench's). The 1-minute load
@@ -62,6 +63,8 @@ import orjson
 
 from firechunk.atomic import write_json
 from firechunk.db.connect import connect
+
+# The loader's own row layout, so the anatomy's COPY sends exactly the first load's rows.
 from firechunk.db.load import _COLUMNS, _TYPES, LoadResult, _row, load_run
 from firechunk.db.runs import PublishedRun, RunChunk, published_run
 from firechunk.db.schema import CHUNKS
@@ -135,7 +138,9 @@ def import_scale() -> ModuleType:
 def workspace(keep: Path | None) -> Iterator[Path]:
     """A temporary directory removed at the end, or `keep`, created new and kept."""
     if keep is not None:
-        keep.mkdir(parents=True)  # an existing directory could hold an older database
+        if keep.exists():  # it could hold an older database, and the first load needs none
+            raise SystemExit(f"--keep {keep}: already exists; name a new directory")
+        keep.mkdir(parents=True)
         yield keep.resolve()
         return
     with tempfile.TemporaryDirectory(prefix="load-bench-") as scratch:
@@ -163,6 +168,26 @@ def run_ids(data_dir: Path, run_id: str) -> set[str]:
     return {row["chunk_id"] for row in rows}
 
 
+def say(text: str) -> None:
+    """The loader's messages, flushed so they land in order with the bench's own lines."""
+    print(text, flush=True)
+
+
+def progress_lines() -> Callable[[int, int], None]:
+    """A progress callback that prints a line at every tenth of the texts, so a long load
+    shows it is moving and at what pace."""
+    printed = 0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal printed
+        step = max(1, total // 10)
+        if done == total or done // step > printed // step:
+            printed = done
+            print(f"  embedded {done:,} of {total:,} ({time.strftime('%H:%M:%S')})", flush=True)
+
+    return progress
+
+
 # --- the embedder --------------------------------------------------------------------------
 
 
@@ -175,20 +200,22 @@ class TimedEmbedder:
         self.model = inner.model
         self.dimensions = inner.dimensions
         self.seconds = 0.0
+        self.cpu_seconds = 0.0  # this process's, all threads: about 2x seconds on 2 free cores
         self.texts = 0
 
     def embed(
         self, texts: Sequence[str], progress: Callable[[int], None] | None = None
     ) -> np.ndarray:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return self.inner.embed(texts, progress)
         finally:
             self.seconds += time.perf_counter() - started
+            self.cpu_seconds += time.process_time() - cpu
             self.texts += len(texts)
 
     def reset(self) -> None:
-        self.seconds, self.texts = 0.0, 0
+        self.seconds, self.cpu_seconds, self.texts = 0.0, 0.0, 0
 
 
 def throughput(embedder, chunks: Sequence[RunChunk], args: argparse.Namespace) -> dict:
@@ -197,10 +224,12 @@ def throughput(embedder, chunks: Sequence[RunChunk], args: argparse.Namespace) -
     texts = [chunk.embedded_text for chunk in sample]
     embedder.embed(texts[: args.batch_size])  # warm-up: onnxruntime's first run allocates
     times: list[float] = []
+    cpu: list[float] = []
     while len(times) < args.repeat and (not times or sum(times) < args.budget):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         embedder.embed(texts)
         times.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - cpu_started)
     seconds = statistics.median(times)
     tokens = sum(chunk.token_count for chunk in sample)
     pieces = [embedder.tokenizer.encode(text) for text in texts]
@@ -208,6 +237,7 @@ def throughput(embedder, chunks: Sequence[RunChunk], args: argparse.Namespace) -
         "chunks": len(texts),
         "passes": len(times),
         "pass_seconds": [round(t, 2) for t in times],
+        "pass_cpu_per_wall": [round(c / t, 2) for c, t in zip(cpu, times, strict=True)],
         "seconds": round(seconds, 2),
         "chunks_per_second": round(len(texts) / seconds, 1),
         "tokens_per_second": round(tokens / seconds),
@@ -237,25 +267,27 @@ def measure_loads(data_dir: Path, args: argparse.Namespace) -> dict:
         figures["database"] = database_facts(conn)
         first = load(conn, data_dir, "full", embedder, "first load (empty database)")
         check_load(conn, first, full_ids, embedded=len(full_ids))
-        second = load(conn, data_dir, "changed", embedder, "1 %-changed night")
+        night = f"{args.changed:.0%}-changed night"
+        second = load(conn, data_dir, "changed", embedder, night)
         check_load(conn, second, changed_ids, embedded=len(changed_ids - full_ids))
         third = load(conn, data_dir, "changed", embedder, "same run again")
         check_load(conn, third, changed_ids, embedded=0)
         if third["changed"]:
             raise SystemExit("loading the same run again changed the database")
         figures["loads"] = [first, second, third]
-        figures["anatomy"] = anatomy(conn, full)
+        figures["anatomy"] = anatomy(conn, published_run(data_dir, "changed"))
     figures["changes_json"] = change_counts(data_dir, full_ids, changed_ids)
     return figures
 
 
 def load(conn, data_dir: Path, run_id: str, embedder: TimedEmbedder, label: str) -> dict:
-    """One `load_run`, timed from reading the run to the commit."""
+    """One `load_run`, timed from its call to its return, the commit included; reading
+    the run's chunks.json is timed apart."""
     embedder.reset()
     started = time.perf_counter()
     run = published_run(data_dir, run_id)
     read = time.perf_counter() - started
-    result = load_run(conn, run, embedder, say=lambda text: print(text, flush=True))
+    result = load_run(conn, run, embedder, say=say, progress=progress_lines())
     seconds = time.perf_counter() - started - read
     figures = load_figures(label, result, seconds, read, embedder)
     print(
@@ -280,6 +312,9 @@ def load_figures(
         "seconds": round(seconds, 2),
         "loader_seconds": result.seconds,
         "embed_seconds": round(embedder.seconds, 2),
+        "embed_cpu_per_wall": round(embedder.cpu_seconds / embedder.seconds, 2)
+        if embedder.seconds
+        else None,
         "database_seconds": round(seconds - embedder.seconds, 2),
         "texts_embedded": embedder.texts,
         "inserted": result.inserted,
@@ -343,13 +378,16 @@ ANATOMY_STEPS = {
 
 
 def anatomy(conn, run: PublishedRun) -> dict:
-    """The full run's rows copied into a bare copy of the chunk table, then the chunk
-    table's indexes built one at a time: each step's seconds."""
+    """The rows of `run`, which the database holds, copied into a bare copy of the chunk
+    table, then the chunk table's indexes built on it one at a time: each step's seconds.
+    The vectors are read back from the database: nothing is embedded again. The row
+    tuples are built before the clock starts; the COPY's time is sending and storing."""
     vectors = dict(conn.execute(f"select chunk_id::text, embedding from {CHUNKS}").fetchall())
-    missing = [chunk.chunk_id for chunk in run.chunks if chunk.chunk_id not in vectors]
+    if any(chunk.chunk_id not in vectors for chunk in run.chunks):
+        raise SystemExit(f"anatomy: the database does not hold every chunk of run {run.run_id}")
     conn.execute(f"drop table if exists {SCRATCH}")
     conn.execute(f"create table {SCRATCH} (like {CHUNKS} including defaults including generated)")
-    rows = [_row(run.site, c, vectors[c.chunk_id]) for c in run.chunks if c.chunk_id in vectors]
+    rows = [_row(run.site, chunk, vectors[chunk.chunk_id]) for chunk in run.chunks]
     seconds = {}
     try:
         started = time.perf_counter()
@@ -367,7 +405,7 @@ def anatomy(conn, run: PublishedRun) -> dict:
                 seconds[step] = round(time.perf_counter() - started, 2)
     finally:
         conn.execute(f"drop table if exists {SCRATCH}")
-    print(f"anatomy ({len(rows)} rows, {len(missing)} not held): {seconds}", flush=True)
+    print(f"anatomy ({len(rows)} rows): {seconds}", flush=True)
     return {"rows": len(rows), "seconds": seconds}
 
 
@@ -379,7 +417,9 @@ def table_row(row: dict) -> str:
     per_second = f"{row['embedded'] / row['embed_seconds']:.1f}" if row["embedded"] else ""
     cells = [
         row["load"], f"{row['chunks']:,}", f"{row['seconds']:.1f}",
-        f"{row['embed_seconds']:.1f}", f"{row['database_seconds']:.1f}",
+        f"{row['embed_seconds']:.1f}",
+        f"{row['embed_cpu_per_wall']:.2f}" if row["embed_cpu_per_wall"] else "",
+        f"{row['database_seconds']:.1f}",
         f"{row['inserted']:,}", f"{row['updated']:,}", f"{row['deleted']:,}",
         f"{row['embedded']:,}", per_second,
     ]  # fmt: skip
@@ -398,18 +438,25 @@ def print_report(figures: dict, args: argparse.Namespace) -> None:
     )
     print()
     print(
-        "| load | chunks | wall s | embedding s | database s | inserted | updated | deleted "
-        "| embedded | embedded/s |"
+        "| load | chunks | wall s | embedding s | embedding CPU/wall | database s | inserted "
+        "| updated | deleted | embedded | embedded/s |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in figures["loads"]:
         print(table_row(row))
+    print()
+    for row in figures["loads"]:
+        print(
+            f"{row['load']}: reading the run {row['read_run_seconds']:.2f} s (not in wall s); "
+            f"the loader's own seconds {row['loader_seconds']:.2f} (wall s less the commit)"
+        )
     print()
     print(
         f"embedder alone: {rate['chunks_per_second']} chunks/s, {rate['tokens_per_second']:,} "
         f"cl100k tokens/s, {rate['word_pieces_per_second']:,} word pieces/s (median of "
         f"{rate['passes']} passes over {rate['chunks']} chunks, median "
-        f"{rate['median_tokens']} tokens; passes {rate['pass_seconds']} s); "
+        f"{rate['median_tokens']} tokens; passes {rate['pass_seconds']} s, CPU / wall "
+        f"{rate['pass_cpu_per_wall']}); "
         f"{rate['cut_at_256_word_pieces']:.1%} of them cut at 256 word pieces"
     )
     for run in figures["chunking"]:

@@ -356,3 +356,21 @@ def test_the_rebuild_flow_loads_with_the_url_from_a_secret_block_and_never_shows
 
 def _table(artifact) -> list[dict]:
     return json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+
+
+class Slow(Counting):
+    """The real embedder, taking its time: what a first load of thousands of chunks does."""
+
+    def embed(self, texts, progress=None):
+        time.sleep(2.5)
+        return super().embed(texts, progress)
+
+
+def test_embedding_happens_outside_the_transaction(db, runs, model):
+    """A server that ends sessions idle in a transaction for 1 s still takes a load whose
+    embedding takes longer."""
+    with psycopg.connect(db, autocommit=True) as admin:
+        name = admin.info.dbname
+        admin.execute(f"alter database {name} set idle_in_transaction_session_timeout = '1s'")
+    result = load(db, runs, "a", Slow(model))
+    assert result.inserted == len(run_texts(runs, "a")) and held(db, runs) == run_texts(runs, "a")

@@ -21,6 +21,9 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 DB_URL_ENV = "FIRECHUNK_DB_URL"
+# TCP keepalives, so a connection idle while chunks are embedded is not dropped by a
+# firewall or load balancer on the way to a remote database (ignored on a Unix socket).
+_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10}
 EMBEDDED_DIR = "postgres"
 
 
@@ -67,7 +70,7 @@ def connect(url: str | None, data_dir: Path) -> Iterator[psycopg.Connection]:
     with contextlib.ExitStack() as stack:
         target = url or stack.enter_context(embedded_server(data_dir))
         try:
-            conn = stack.enter_context(psycopg.connect(target, connect_timeout=15))
+            conn = stack.enter_context(psycopg.connect(target, connect_timeout=15, **_KEEPALIVES))
         except psycopg.Error as error:
             where = redact(target) if url else f"the embedded database in {data_dir}"
             message = redact(str(error).strip().splitlines()[0] if str(error) else repr(error))

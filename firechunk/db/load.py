@@ -2,8 +2,8 @@
 
 The loader never trusts that the database holds the previous run: it reads the chunk ids
 (and row hashes) the database holds for the site and diffs them against the run, so a
-skipped night, a failed load or a hand edit heals on the next load. Then, in the same
-transaction as that read:
+skipped night, a failed load or a hand edit heals on the next load. In one transaction,
+which reads them again:
 
 - rows the run does not have are deleted, and the chunks the database lacks inserted,
   embedded first (ids are content-addressed: a new id is new text or a new page);
@@ -11,11 +11,12 @@ transaction as that read:
   embedded again only if what is embedded (breadcrumb and text) changed;
 - the site's sync row records the run, the model and the counts.
 
-A crash or kill anywhere before the commit leaves the database at the run it held; a
-second load of the same run finds nothing to change. Loads are serialised by an advisory
-lock. A load that would delete more than `max_shrink` of the held rows stops before any
-work unless `allow_shrink`; a new embedding model or dimensions re-embeds everything,
-said before it starts.
+Chunks are embedded before that transaction opens, so it stays short. A crash or kill
+anywhere before the commit leaves the database at the run it held; a second load of the
+same run finds nothing to change. Loads are serialised by an advisory lock. A load that
+would delete more than `max_shrink` of the held rows stops before any work unless
+`allow_shrink`; a new embedding model or dimensions re-embeds everything, said before it
+starts.
 """
 
 from __future__ import annotations
@@ -87,28 +88,42 @@ def load_run(
     say: Callable[[str], None] = print,
     progress: Callable[[int, int], None] | None = None,
 ) -> LoadResult:
-    """Load `run` into the database `conn` (autocommit) points at; see the module doc."""
+    """Load `run` into the database `conn` (autocommit) points at; see the module doc.
+
+    Embedding, the bulk of a first load (minutes), happens outside any transaction: an
+    open one would sit idle that long, which servers end (`idle_in_transaction_session_
+    timeout`) and which holds back vacuum. The diff is then made again inside the
+    transaction that applies it, and anything that changed meanwhile is embedded there.
+    """
     started = time.perf_counter()
     dimensions = embedder_dimensions(embedder)
     with conn.transaction():
         conn.execute(_LOCK)
         migrate(conn, dimensions)
-        previous = _sync_row(conn, run.site)
-        reembed_all = previous is not None and previous[1:] != (embedder.model, dimensions)
+    previous = _sync_row(conn, run.site)
+    reembed_all = previous is not None and previous[1:] != (embedder.model, dimensions)
+    if reembed_all:
+        say(
+            f"The embedding model changed ({previous[1]}, {previous[2]} dimensions -> "
+            f"{embedder.model}, {dimensions}): all {len(run.chunks)} chunks of "
+            f"{run.site} will be embedded again."
+        )
+    held = _held(conn, run.site)
+    plan = _plan({} if reembed_all else held, run.chunks)
+    _check_shrink(_plan(held, run.chunks), held, max_shrink, allow_shrink)
+    to_embed = _to_embed(plan)
+    if to_embed:
+        say(f"Embedding {len(to_embed)} chunks with {embedder.model}.")
+    vectors = dict(_embed(embedder, to_embed, progress))
+    with conn.transaction():
+        conn.execute(_LOCK)
         if reembed_all:
-            say(
-                f"The embedding model changed ({previous[1]}, {previous[2]} dimensions -> "
-                f"{embedder.model}, {dimensions}): all {len(run.chunks)} chunks of "
-                f"{run.site} will be embedded again."
-            )
             _clear_site(conn, run.site, dimensions)
         held = _held(conn, run.site)
         plan = _plan(held, run.chunks)
         _check_shrink(plan, held, max_shrink, allow_shrink)
-        to_embed = [*plan.insert, *(c for c in plan.update if c.chunk_id in plan.reembed)]
-        if to_embed:
-            say(f"Embedding {len(to_embed)} chunks with {embedder.model}.")
-        vectors = dict(_embed(embedder, to_embed, progress))
+        late = [chunk for chunk in _to_embed(plan) if chunk.chunk_id not in vectors]
+        vectors.update(_embed(embedder, late, None))  # what changed while embedding
         _apply(conn, run.site, plan, vectors)
         result = LoadResult(
             site=run.site,
@@ -120,13 +135,18 @@ def load_run(
             inserted=len(plan.insert),
             updated=len(plan.update),
             deleted=len(plan.delete),
-            embedded=len(to_embed),
+            embedded=len(to_embed) + len(late),
             reembedded_all=reembed_all,
             seconds=round(time.perf_counter() - started, 3),
         )
         if result.changed or previous is None or previous[0] != run.run_id:
             _record(conn, result)
     return result
+
+
+def _to_embed(plan: _Plan) -> list[RunChunk]:
+    """New ids, and held ones whose embedded text (breadcrumb and text) changed."""
+    return [*plan.insert, *(chunk for chunk in plan.update if chunk.chunk_id in plan.reembed)]
 
 
 def embedder_dimensions(embedder: Embedder) -> int:
