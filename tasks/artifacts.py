@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from schemas.publish import PublishResult
@@ -60,11 +60,10 @@ def report_to_dashboard(
     create_markdown_artifact(
         outputs_markdown(result), key=OUTPUTS_KEY, description="Where this run's files are"
     )
-    create_link_artifact(
-        result.run_dir.resolve().as_uri(),
-        link_text=f"run {result.run_id}",
+    create_markdown_artifact(
+        f"`{result.run_dir.resolve()}`\n",
         key=RUN_DIR_LINK_KEY,
-        description="This run's output directory",
+        description="This run's output directory (a path on the worker's machine)",
     )
 
 
@@ -133,15 +132,23 @@ def validation_markdown(outcome: ValidationOutcome) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _size(path: Path) -> str:
+    if path.is_dir():
+        return "folder"
+    size = path.stat().st_size
+    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
+
+
 def outputs_markdown(result: PublishResult) -> str:
     run_dir = result.run_dir.resolve()
     files = sorted(path for path in run_dir.iterdir() if not path.name.startswith("."))
-    lines = [f"# Outputs of run {result.run_id}", "", f"Directory: [{run_dir}]({run_dir.as_uri()})"]
-    lines += ["", *[f"- [{path.name}]({path.as_uri()})" for path in files]]
+    # Paths as text: a browser does not open file:// links from the dashboard, and the
+    # files are on the worker's machine, not the viewer's.
+    lines = [f"# Outputs of run {result.run_id}", "", f"Directory: `{run_dir}`", ""]
+    lines += [f"- `{path.name}` ({_size(path)})" for path in files]
     docs = result.validation.data_docs_index
     if docs:
-        index = run_dir / docs
-        lines += ["", f"Great Expectations Data Docs: [{docs}]({index.as_uri()})"]
+        lines += ["", f"Great Expectations Data Docs: `{run_dir / docs}`"]
     latest = Path(result.latest)
     if result.published:
         lines += ["", f"Published: `{latest}` now points at this run."]

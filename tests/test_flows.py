@@ -101,7 +101,8 @@ def test_rebuild_replays_the_sample_publishes_and_fills_the_dashboard(
     assert summary["published as latest"] == "yes"
     assert artifacts["validation-report"].data.startswith("# Validation passed")
     assert "chunks.parquet" in artifacts["rebuild-outputs"].data
-    assert run_dir.resolve().as_uri() in artifacts["run-directory"].data
+    assert str(run_dir.resolve()) in artifacts["run-directory"].data
+    assert "file://" not in artifacts["run-directory"].data + artifacts["rebuild-outputs"].data
     assert float(artifacts["chunking-progress"].data) == 100.0
 
     # Batches of pages per task run, not one task run per page.
