@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from firechunk.atomic import write_json
+from firechunk.validate.report import REPORT_HTML
 from schemas.publish import PublishResult, RunStatus
 from schemas.validation import ExpectationOutcome, ValidationOutcome
 
@@ -238,7 +239,12 @@ def format_result(result: PublishResult) -> str:
     """The message the CLI prints: what was published, or which expectations failed."""
     outcome = result.validation
     if result.published:
-        return f"Run {result.run_id} published as {result.latest} ({_checked(outcome)})."
+        return "\n".join(
+            [
+                f"Run {result.run_id} published as {result.latest} ({_checked(outcome)}).",
+                *_set_aside(outcome),
+            ]
+        )
     if result.refused is not None:
         return f"Run {result.run_id} passed ({_checked(outcome)}) but {result.refused}"
     if result.superseded_by is not None:
@@ -261,7 +267,7 @@ def format_result(result: PublishResult) -> str:
 def format_outcome(outcome: ValidationOutcome, run_dir: Path) -> str:
     """The message for a run validated but not published (`firechunk chunk --out`)."""
     if outcome.success:
-        return f"{_checked(outcome)}; outputs in {run_dir}/"
+        return "\n".join([f"{_checked(outcome)}; outputs in {run_dir}/", *_set_aside(outcome)])
     return "\n".join(
         [
             f"FAILED validation ({_checked(outcome)}); outputs kept, marked failed, in {run_dir}/",
@@ -277,11 +283,30 @@ def _checked(outcome: ValidationOutcome) -> str:
     )
 
 
+def _set_aside(outcome: ValidationOutcome) -> list[str]:
+    """One line per page set aside by validation: what it failed, what was kept of it."""
+    if not outcome.pages_set_aside:
+        return []
+    lines = [
+        f"{len(outcome.pages_set_aside)} page(s) failed page-level expectations and were "
+        "quarantined (max_failed_pages):"
+    ]
+    for page in outcome.pages_set_aside:
+        kept = (
+            f"its {page.chunks_carried} chunks of run {page.carried_from} kept"
+            if page.chunks_carried
+            else "no earlier chunks to keep"
+        )
+        lines.append(f"  - {page.url}: {', '.join(page.expectations)}; {kept}")
+    return lines
+
+
 def _failures(outcome: ValidationOutcome, run_dir: Path) -> list[str]:
     """One line per failed expectation, with counts and examples, and where the details are."""
-    lines = [_describe_failure(item) for item in outcome.failed]
-    if outcome.data_docs_index:
-        lines.append(f"Details: {Path(run_dir) / outcome.data_docs_index}")
+    lines = [*_set_aside(outcome), *(_describe_failure(item) for item in outcome.failed)]
+    if outcome.set_aside_refused:
+        lines.append(f"  Not set aside page by page: {outcome.set_aside_refused}.")
+    lines.append(f"Details: {Path(run_dir) / 'validation' / REPORT_HTML}")
     return lines
 
 

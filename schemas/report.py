@@ -26,6 +26,18 @@ class DuplicateChunk(BaseModel):
     token_count: int
 
 
+class SetAsidePage(BaseModel):
+    """A page that failed page-level expectations: quarantined instead of failing the run,
+    with the chunks the last good run had for it carried forward."""
+
+    url: str = Field(description="The page's canonical URL.")
+    expectations: list[str] = Field(description="The expectations its rows broke (meta.name).")
+    chunks_carried: int = Field(description="Chunks carried forward from `carried_from`.")
+    carried_from: str | None = Field(
+        default=None, description="The last good run's id; None when there was none."
+    )
+
+
 class SizePercentiles(BaseModel):
     p0: int = 0
     p5: int = 0
@@ -52,6 +64,9 @@ class ChunkReport(BaseModel):
         default_factory=dict, description="Chunked URL -> other URLs that returned the same page."
     )
     duplicates: list[DuplicateChunk] = Field(default_factory=list)
+    pages_set_aside: list[SetAsidePage] = Field(
+        default_factory=list, description="Pages quarantined by validation (`max_failed_pages`)."
+    )
     warnings: list[str] = Field(default_factory=list)
     encoding: str = "cl100k_base"
     seconds: float = 0.0

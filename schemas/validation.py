@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from schemas.report import SetAsidePage
+
 
 class ExpectationOutcome(BaseModel):
     """One expectation of one suite, as it ran on the run's data."""
@@ -26,6 +28,15 @@ class ExpectationOutcome(BaseModel):
         default_factory=list, description="A few failing rows: id columns and the bad value."
     )
     error: str | None = Field(default=None, description="Set when GX could not evaluate it.")
+    page_scoped: bool = Field(
+        default=False,
+        description="Its failures belong to pages (`meta.page_scoped` in the suite file): the "
+        "pages can be set aside instead of failing the run.",
+    )
+    failed_urls: list[str] = Field(
+        default_factory=list,
+        description="Every page URL its failing rows name (page-scoped expectations only).",
+    )
 
 
 class ValidationOutcome(BaseModel):
@@ -42,6 +53,14 @@ class ValidationOutcome(BaseModel):
     expectations: list[ExpectationOutcome] = Field(default_factory=list)
     data_docs_index: str | None = Field(
         default=None, description="Data Docs index.html, relative to the run directory."
+    )
+    pages_set_aside: list[SetAsidePage] = Field(
+        default_factory=list,
+        description="Pages that failed page-level expectations and were quarantined, the run "
+        "written again and validated again (`max_failed_pages`).",
+    )
+    set_aside_refused: str | None = Field(
+        default=None, description="Why the failures could not be set aside page by page."
     )
 
     @property

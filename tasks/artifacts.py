@@ -1,8 +1,17 @@
-"""What a run shows on the Prefect dashboard: a summary table, the validation report, links.
+"""What a run shows on the Prefect dashboard, so an operator can answer "what happened
+tonight, and is it like the other nights" without opening the worker's disk.
 
-Artifacts with a key are versioned by Prefect across runs, so the dashboard can show how a
-figure moved from one night to the next. (The progress bar of the chunking step is made in
-`tasks.chunk`, where the batches finish.)
+- `rebuild-summary`: the run's figures and seconds per stage (numbers as numbers);
+- `rebuild-pages-added`, `-changed`, `-removed`, `rebuild-quarantine`: the URLs behind the
+  counts, with each quarantined page's reason (`report_pages`, from the write stage);
+- `rebuild-chunk-sizes`: a histogram of chunk token counts;
+- `rebuild-trend`: the last nights on disk side by side (`firechunk.run.history`);
+- `validation-report`, `rebuild-outputs`, `run-directory`: the verdict and where the files
+  are, as paths (the files are on the worker's machine; a browser opens no file:// link).
+
+Every artifact has a key, so Prefect versions it across runs: the key's page lists the
+nights. A table artifact's values are numbers where the figure is one, so the UI sorts and
+compares them. (The chunking progress bar is made in `tasks.chunk`.)
 """
 
 from __future__ import annotations
@@ -11,19 +20,38 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from firechunk.publish import RUNS_DIR
+from firechunk.run.changes import CHANGES_JSON
+from firechunk.run.history import list_runs
+from firechunk.run.sizes import Bucket, size_histogram, token_counts
+from firechunk.run.write import QUARANTINE_JSONL, read_quarantine
+from firechunk.validate.report import REPORT_HTML
+from firechunk.validate.suites import VALIDATION_DIR
+from schemas.changes import ChangeSet, PageChange
 from schemas.publish import PublishResult
-from schemas.report import ChunkReport
+from schemas.report import ChunkReport, QuarantineRecord
 from schemas.validation import ValidationOutcome
 
 SUMMARY_KEY = "rebuild-summary"
 VALIDATION_KEY = "validation-report"
 OUTPUTS_KEY = "rebuild-outputs"
 RUN_DIR_LINK_KEY = "run-directory"
+ADDED_KEY = "rebuild-pages-added"
+CHANGED_KEY = "rebuild-pages-changed"
+REMOVED_KEY = "rebuild-pages-removed"
+QUARANTINE_KEY = "rebuild-quarantine"
+SIZES_KEY = "rebuild-chunk-sizes"
+TREND_KEY = "rebuild-trend"
+
+TREND_RUNS = 14  # two weeks of nights
+MAX_ROWS = 200  # of a URL table: a first run adds every page, thousands of them
+BAR_WIDTH = 40  # characters of the histogram's longest bar
 
 
 @contextmanager
@@ -43,27 +71,60 @@ def report_to_dashboard(
     result: PublishResult | None = None,
     removed: list[str] | None = None,
 ) -> None:
-    """The summary table always; the validation report and output links once published.
+    """The summary table always; once validated (passed or not) the validation report, the
+    trend of the last nights, and where the files are.
     `removed`: the old runs and raw crawls the rebuild removed after publishing."""
     create_table_artifact(
         summary_rows(report, seconds, result, removed),
         key=SUMMARY_KEY,
-        description="Pages, chunks, tokens and durations of this run",
+        description="Pages, chunks, tokens and seconds per stage of this run",
     )
     if result is None:
         return
+    run_dir = result.run_dir.resolve()
     create_markdown_artifact(
-        validation_markdown(result.validation),
+        validation_markdown(result.validation, run_dir / VALIDATION_DIR / REPORT_HTML),
         key=VALIDATION_KEY,
         description="Great Expectations results of this run",
     )
+    if run_dir.parent.name == RUNS_DIR:  # a run of a data directory, beside its other nights
+        create_table_artifact(
+            trend_rows(run_dir.parent.parent),
+            key=TREND_KEY,
+            description=f"The last {TREND_RUNS} runs on disk, newest first: figures and verdict",
+        )
     create_markdown_artifact(
         outputs_markdown(result), key=OUTPUTS_KEY, description="Where this run's files are"
     )
     create_markdown_artifact(
-        f"`{result.run_dir.resolve()}`\n",
+        f"`{run_dir}`\n",
         key=RUN_DIR_LINK_KEY,
         description="This run's output directory (a path on the worker's machine)",
+    )
+
+
+def report_pages(run_dir: Path, changes: ChangeSet) -> None:
+    """The URLs behind the change and quarantine counts, and the chunk-size histogram: made
+    as soon as the run is written, so a run that then fails validation shows them too."""
+    quarantined = read_quarantine(run_dir)
+    tables = [
+        (ADDED_KEY, added_rows(changes.pages_added), len(changes.pages_added), "added"),
+        (CHANGED_KEY, changed_rows(changes.pages_changed), len(changes.pages_changed), "changed"),
+        (REMOVED_KEY, removed_rows(changes.pages_removed), len(changes.pages_removed), "removed"),
+    ]
+    for key, rows, count, what in tables:
+        create_table_artifact(
+            rows, key=key, description=f"Pages {what} since the last good run: {count}"
+        )
+    create_table_artifact(
+        quarantine_rows(quarantined),
+        key=QUARANTINE_KEY,
+        description=f"Pages quarantined (not chunked), with the reason: {len(quarantined)}",
+    )
+    create_markdown_artifact(
+        sizes_markdown(size_histogram(token_counts(run_dir))),
+        key=SIZES_KEY,
+        description="How many chunks of each size (tokens), from chunks.parquet",
     )
 
 
@@ -72,8 +133,9 @@ def summary_rows(
     seconds: dict[str, float],
     result: PublishResult | None = None,
     removed: list[str] | None = None,
-) -> list[dict[str, str]]:
-    rows = [
+) -> list[dict[str, Any]]:
+    """Measure and value: ints and seconds as numbers, text only where the value is text."""
+    rows: list[tuple[str, Any]] = [
         ("pages crawled", report.pages_in),
         ("pages chunked", report.pages_chunked),
         ("aliases (same page, other URL)", report.pages_aliased),
@@ -85,24 +147,24 @@ def summary_rows(
         ("tokens in chunks", report.tokens_in_chunks),
         ("median chunk tokens", report.chunk_tokens.p50),
     ]
-    rows += [(f"{stage} (s)", f"{value:.2f}") for stage, value in seconds.items()]
+    rows += [(f"{stage} (s)", round(value, 2)) for stage, value in seconds.items()]
     if result is not None:
         outcome = result.validation
         rows += [
             ("run id", result.run_id),
-            (
-                "validation",
-                f"{'passed' if outcome.success else 'FAILED'}: "
-                f"{outcome.successful_expectations}/{outcome.evaluated_expectations} expectations",
-            ),
+            ("validation", "passed" if outcome.success else "FAILED"),
+            ("expectations passed", outcome.successful_expectations),
+            ("expectations evaluated", outcome.evaluated_expectations),
             ("published as latest", "yes" if result.published else "no"),
         ]
     if removed is not None:
         rows.append(("old runs and raw crawls removed", len(removed)))
-    return [{"measure": name, "value": str(value)} for name, value in rows]
+    return [{"measure": name, "value": value} for name, value in rows]
 
 
-def validation_markdown(outcome: ValidationOutcome) -> str:
+def validation_markdown(outcome: ValidationOutcome, report_html: Path | None = None) -> str:
+    """Every expectation as a row, the failing rows of each failed one; `report_html`, the
+    offline page with the same results, is named as a path."""
     verdict = "passed" if outcome.success else "FAILED"
     lines = [
         f"# Validation {verdict}",
@@ -110,6 +172,10 @@ def validation_markdown(outcome: ValidationOutcome) -> str:
         f"{outcome.successful_expectations} of {outcome.evaluated_expectations} expectations "
         f"passed in {outcome.seconds:.1f} s (suites: {', '.join(outcome.suites)}).",
         "",
+    ]
+    if report_html is not None and report_html.is_file():
+        lines += [f"Full report, readable offline: `{report_html}`", ""]
+    lines += [
         "| suite | expectation | column | result | unexpected rows | observed |",
         "|---|---|---|---|---|---|",
     ]
@@ -146,9 +212,16 @@ def outputs_markdown(result: PublishResult) -> str:
     # files are on the worker's machine, not the viewer's.
     lines = [f"# Outputs of run {result.run_id}", "", f"Directory: `{run_dir}`", ""]
     lines += [f"- `{path.name}` ({_size(path)})" for path in files]
+    lines += [
+        "",
+        f"Validation report (self-contained HTML): `{run_dir / VALIDATION_DIR / REPORT_HTML}`",
+    ]
     docs = result.validation.data_docs_index
     if docs:
-        lines += ["", f"Great Expectations Data Docs: `{run_dir / docs}`"]
+        lines += [
+            "",
+            f"Great Expectations Data Docs (need internet for styles): `{run_dir / docs}`",
+        ]
     latest = Path(result.latest)
     if result.published:
         lines += ["", f"Published: `{latest}` now points at this run."]
@@ -160,3 +233,86 @@ def outputs_markdown(result: PublishResult) -> str:
 def _cell(value: object, limit: int = 120) -> str:
     text = str(value).replace("|", "\\|").replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def added_rows(pages: list[PageChange]) -> list[dict[str, Any]]:
+    """URL and what became of it in this run (chunked, alias or quarantined)."""
+    rows = [{"url": page.url, "status": page.status} for page in pages[:MAX_ROWS]]
+    return rows + _more(len(pages), CHANGES_JSON, {"status": None})
+
+
+def changed_rows(pages: list[PageChange]) -> list[dict[str, Any]]:
+    """URL, whether its text or its status changed, and its status before and now."""
+    rows = [
+        {
+            "url": page.url,
+            "change": _what_changed(page),
+            "status before": page.previous_status,
+            "status now": page.status,
+        }
+        for page in pages[:MAX_ROWS]
+    ]
+    blanks = {"change": None, "status before": None, "status now": None}
+    return rows + _more(len(pages), CHANGES_JSON, blanks)
+
+
+def removed_rows(pages: list[PageChange]) -> list[dict[str, Any]]:
+    """URL and its status in the last good run: its chunks are deleted from the database."""
+    rows = [{"url": page.url, "status before": page.previous_status} for page in pages[:MAX_ROWS]]
+    return rows + _more(len(pages), CHANGES_JSON, {"status before": None})
+
+
+def quarantine_rows(records: list[QuarantineRecord]) -> list[dict[str, Any]]:
+    """URL, the reason code, its detail and the page's size: what to fix and where."""
+    rows = [
+        {
+            "url": record.url,
+            "reason": record.reason,
+            "detail": _clip(record.detail, 200),
+            "markdown chars": record.markdown_chars,
+        }
+        for record in records[:MAX_ROWS]
+    ]
+    blanks = {"reason": None, "detail": None, "markdown chars": None}
+    return rows + _more(len(records), QUARANTINE_JSONL, blanks)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _what_changed(page: PageChange) -> str:
+    text = page.content_hash != page.previous_content_hash
+    status = page.status != page.previous_status
+    return "text and status" if text and status else ("status" if status else "text")
+
+
+def _more(total: int, source: str, blanks: dict[str, Any]) -> list[dict[str, Any]]:
+    """The last row of a table cut at MAX_ROWS: how many rows are left out, and where they
+    all are (a first run adds every page: thousands of rows would make a huge artifact)."""
+    if total <= MAX_ROWS:
+        return []
+    return [{"url": f"… and {total - MAX_ROWS} more: all {total} are in {source}", **blanks}]
+
+
+def trend_rows(data_dir: Path) -> list[dict[str, Any]]:
+    """One row per run on disk, the newest TREND_RUNS, newest first."""
+    return [row.as_table_row() for row in list_runs(data_dir, TREND_RUNS)]
+
+
+def sizes_markdown(buckets: list[Bucket]) -> str:
+    """The histogram as a table with a bar of block characters (the UI renders markdown
+    tables, not charts), and each bucket's share of the chunks."""
+    total = sum(bucket.chunks for bucket in buckets)
+    widest = max((bucket.chunks for bucket in buckets), default=0) or 1
+    lines = [
+        f"# Chunk sizes: {total} chunks",
+        "",
+        "| tokens | chunks | share | |",
+        "|---|--:|--:|---|",
+    ]
+    for bucket in buckets:
+        share = f"{100 * bucket.chunks / total:.1f} %" if total else ""
+        bar = "█" * round(BAR_WIDTH * bucket.chunks / widest)
+        lines.append(f"| {bucket.label} | {bucket.chunks} | {share} | {bar} |")
+    return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ carries the result so the flow can still report it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
@@ -30,6 +31,7 @@ from schemas.changes import ChangeSet
 from schemas.publish import PublishResult
 from schemas.report import ChunkReport
 from schemas.validation import ValidationOutcome
+from tasks.artifacts import report_pages
 
 CHANGES_KEY = "rebuild-changes"
 
@@ -87,6 +89,7 @@ def write(run: RunStart) -> Written:
         key=CHANGES_KEY,
         description="What this run changes for the vector database (changes.json)",
     )
+    report_pages(run.run_dir, changes)
     return written
 
 
@@ -153,8 +156,9 @@ def run_summary(report: ChunkReport) -> str:
     )
 
 
-def changes_rows(changes: ChangeSet) -> list[dict[str, str]]:
-    rows = [
+def changes_rows(changes: ChangeSet) -> list[dict[str, Any]]:
+    """Measure and value, counts as numbers (the URLs are in `tasks.artifacts.report_pages`)."""
+    rows: list[tuple[str, Any]] = [
         ("baseline run", changes.baseline or "none: every chunk is an upsert"),
         ("full rebuild", "yes" if changes.full else "no"),
         ("pages chunked", changes.pages_rechunked),
@@ -165,4 +169,4 @@ def changes_rows(changes: ChangeSet) -> list[dict[str, str]]:
         ("pages changed", len(changes.pages_changed)),
         ("pages removed", len(changes.pages_removed)),
     ]
-    return [{"measure": name, "value": str(value)} for name, value in rows]
+    return [{"measure": name, "value": value} for name, value in rows]

@@ -129,8 +129,8 @@ def artifacts_of(flow_run_id: UUID) -> dict[str, Any]:
     return {artifact.key: artifact for artifact in found if artifact.key}
 
 
-def table_of(artifact: Any) -> dict[str, str]:
-    """A summary table artifact as {measure: value}."""
+def table_of(artifact: Any) -> dict[str, Any]:
+    """A measure/value table artifact as {measure: value} (numbers stay numbers)."""
     rows = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
     return {row["measure"]: row["value"] for row in rows}
 

@@ -460,8 +460,8 @@ def test_rebuild_flow_and_cli_reuse_pages_and_full_chunks_them_again(prefect_api
     assert chunk_runs == []
     assert any("in this process" in line for line in logs_of(run_id))
     changes_table = table_of(artifacts_of(run_id)["rebuild-changes"])
-    assert changes_table["chunk ids to delete"] == str(len(second["delete"]))
-    assert changes_table["pages reused from the baseline"] == "9"
+    assert changes_table["chunk ids to delete"] == len(second["delete"])
+    assert changes_table["pages reused from the baseline"] == 9
     third = json.loads((data_dir / "runs" / "n3" / "changes.json").read_text())
     assert third["full"] and third["baseline"] == "n2"
     assert (third["pages_rechunked"], third["pages_reused"]) == (10, 0)

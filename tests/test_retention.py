@@ -217,7 +217,7 @@ def test_a_rebuild_removes_old_runs_once_it_is_published(prefect_api, tmp_path):
 
     assert state.is_completed()
     summary = table_of(artifacts_of(state.state_details.flow_run_id)["rebuild-summary"])
-    assert summary["old runs and raw crawls removed"] == "1"  # n1; crawl-a went on night 2
+    assert summary["old runs and raw crawls removed"] == 1  # n1; crawl-a went on night 2
     assert run_names(data_dir) - {".publish.lock"} == {"n2", "n3"}
     assert (data_dir / "latest").resolve() == (data_dir / RUNS_DIR / "n3").resolve()
     assert {path.name for path in (data_dir / "raw").iterdir()} == {"crawl-b", "crawl-c"}

@@ -5,10 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
 
-from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, read_status
+from firechunk.publish import RUNS_DIR
+from firechunk.run.history import RunRow, list_runs
+
+_HEADER = (
+    f"{'run':<26} {'verdict':<11} {'pages':>6} {'chunks':>7} {'quar.':>6} "
+    f"{'upsert':>7} {'delete':>7} {'tokens':>9} {'seconds':>8}  started (UTC)"
+)
 
 
 def runs(
@@ -17,46 +22,31 @@ def runs(
     ] = Path("data"),
     limit: Annotated[int, typer.Option(min=1, help="At most this many runs.")] = 20,
 ) -> None:
-    """List the runs: id, verdict, pages, chunks, quarantined, upserts and deletes, and
-    which one `latest` points at."""
-    runs_dir = data_dir / RUNS_DIR
-    if not runs_dir.is_dir():
+    """List the runs: id, verdict, pages, chunks, quarantined, upserts and deletes, tokens,
+    seconds, when each started, and which one `latest` points at."""
+    if not (data_dir / RUNS_DIR).is_dir():
         typer.echo(f"no runs in {data_dir} yet")
         return
-    latest = (data_dir / LATEST).resolve() if (data_dir / LATEST).is_symlink() else None
-    names = sorted((p for p in runs_dir.iterdir() if RUN_ID.fullmatch(p.name) and p.is_dir()),
-                   key=lambda p: p.name, reverse=True)  # fmt: skip
-    typer.echo(f"{'run':<26} {'verdict':<11} {'pages':>6} {'chunks':>7} {'quar.':>6} "
-               f"{'upsert':>7} {'delete':>7}")  # fmt: skip
-    for run_dir in names[:limit]:
-        typer.echo(_line(run_dir, run_dir.resolve() == latest))
+    typer.echo(_HEADER)
+    for row in list_runs(data_dir, limit):
+        typer.echo(_line(row))
 
 
-def _line(run_dir: Path, is_latest: bool) -> str:
-    try:
-        status = read_status(run_dir)
-        verdict = status.status if status else "unfinished"
-    except ValueError:
-        verdict = "unreadable"
-    report = _json(run_dir / "report.json")
-    changes = _json(run_dir / "changes.json")
+def _line(row: RunRow) -> str:
+    """Fixed-width columns, so the figures of successive nights line up; '-' for a figure
+    the run did not write."""
     cells = [
-        report.get("pages_in", "-"),
-        report.get("chunks_out", "-"),
-        report.get("pages_quarantined", "-"),
-        len(changes["upsert"]) if "upsert" in changes else "-",
-        len(changes["delete"]) if "delete" in changes else "-",
+        _cell(value)
+        for value in (row.pages, row.chunks, row.quarantined, row.upserts, row.deletes, row.tokens)
     ]
-    mark = "  <- latest" if is_latest else ""
+    seconds = "-" if row.seconds is None else f"{row.seconds:.1f}"
+    mark = "  <- latest" if row.latest else ""
     return (
-        f"{run_dir.name:<26} {verdict:<11} {cells[0]:>6} {cells[1]:>7} {cells[2]:>6} "
-        f"{cells[3]:>7} {cells[4]:>7}{mark}"
+        f"{row.run_id:<26} {row.verdict:<11} {cells[0]:>6} {cells[1]:>7} {cells[2]:>6} "
+        f"{cells[3]:>7} {cells[4]:>7} {cells[5]:>9} {seconds:>8}  "
+        f"{row.started:%Y-%m-%d %H:%M}{mark}"
     )
 
 
-def _json(path: Path) -> dict:
-    try:
-        value = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
+def _cell(value: int | None) -> str:
+    return "-" if value is None else str(value)

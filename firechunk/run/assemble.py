@@ -12,7 +12,10 @@ in memory (`firechunk.run.memory`); only where the rows go differs (`RowSink`):
 - a kept chunk lists the other pages whose copy of its text was dropped (`also_on`);
 - chunk ids are uuid5 of canonical URL and text; each chunk carries the overlap of the
   chunk kept before it on its page, and cites the URL of its section when the page was
-  served at several URLs (`firechunk.run.citations`).
+  served at several URLs (`firechunk.run.citations`);
+- a page set aside by validation (`firechunk.validate.set_aside`) is quarantined with the
+  expectations it failed, its aliases with it, and the last good run's rows for it are
+  written in its place (`Aside`).
 
 What the suites check of each chunk (`ChunkFacts`) is kept beside the rows, so a written
 run is validated without reading its text back.
@@ -21,7 +24,7 @@ run is validated without reading its text back.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,12 +33,15 @@ from firechunk.run.outcomes import StoredDraft, StoredOutcome
 from firechunk.run.plan import PlannedPage
 from firechunk.run.rows import check_row_shape, duplicates_of, page_rows
 from firechunk.run.urls import url_problem
-from firechunk.validate.tables import ChunkFacts
+from firechunk.tokens import TokenCounter
+from firechunk.validate.tables import ChunkFacts, chunk_facts
+from schemas.chunk import Chunk
 from schemas.report import (
     ChunkReport,
     HeadingRecord,
     PageRecord,
     QuarantineRecord,
+    SetAsidePage,
     SizePercentiles,
 )
 
@@ -54,6 +60,18 @@ class RowSink(Protocol):
     sha256) when it writes files, nothing when it keeps the rows."""
 
     def add_rows(self, rows: list[dict[str, Any]]) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class Aside:
+    """Pages set aside by validation, and what the last good run wrote for them."""
+
+    pages: Mapping[str, tuple[str, ...]]  # canonical URL -> the expectations it failed
+    rows: Mapping[str, list[dict[str, Any]]]  # canonical URL -> the last good run's rows
+    carried_from: str | None  # that run's id
+
+
+NOTHING_ASIDE = Aside(pages={}, rows={}, carried_from=None)
 
 
 @dataclass
@@ -80,6 +98,7 @@ class _Pass:
     duplicates: list = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     quarantine: list[QuarantineRecord] = field(default_factory=list)
+    set_aside: list[SetAsidePage] = field(default_factory=list)
     shape_checked: bool = False
 
 
@@ -90,12 +109,15 @@ def assemble(
     *,
     encoding: str,
     started: float,
+    aside: Aside = NOTHING_ASIDE,
 ) -> Assembled:
     """Walk the pages in crawl order; the rows of each chunked page go to `sink`."""
     unusable = {page.index: problem for page in pages if (problem := url_problem(page.url))}
     content_of = _content_of(outcomes, unusable)
     replaced = duplicate_urls(pages, content_of)
     primary_of = primaries(pages, lambda page: None if page.index in replaced else content_of(page))
+    aside_of = _aside_of(pages, primary_of, aside.pages)
+    primary_of = {i: primary for i, primary in primary_of.items() if i not in aside_of}
     alias_urls = alias_urls_of(pages, primary_of)
     state = _Pass(sink, also_on_of(pages, outcomes, primary_of))
     records: dict[int, PageRecord] = {}
@@ -116,6 +138,8 @@ def assemble(
             )
             record, records[i] = quarantine_records(page, DUPLICATE_URL, detail)
             state.quarantine.append(record)
+        elif i in aside_of:
+            records[i] = _set_aside(page, pages[aside_of[i]], aside, state, encoding)
         elif primary_of[i] == i:
             outcome = outcomes.get(page.chunked_as)
             records[i] = _add_page(page, outcome, alias_urls[i], state)
@@ -125,6 +149,7 @@ def assemble(
     records_in_order = [records[page.index] for page in pages]
     report = ChunkReport(pages_in=len(pages), encoding=encoding, duplicates=state.duplicates)
     report.warnings = state.warnings
+    report.pages_set_aside = state.set_aside
     token_counts = [facts.token_count for facts in state.facts]
     fill_report(
         report,
@@ -170,6 +195,63 @@ def _add_page(
     for rule, tokens in outcome.removed_tokens.items():
         state.removed[rule] = state.removed.get(rule, 0) + tokens
     return chunked_record(page, alias_urls, outcome, [c.token_count for c in facts])
+
+
+def _aside_of(
+    pages: list[PlannedPage], primary_of: dict[int, int], aside: Mapping[str, tuple[str, ...]]
+) -> dict[int, int]:
+    """Pages whose chunks would come from a page set aside: index -> that page's index."""
+    return {
+        i: primary
+        for i, primary in primary_of.items()
+        if (pages[primary].canonical or pages[primary].url) in aside
+    }
+
+
+def _set_aside(
+    page: PlannedPage, primary: PlannedPage, aside: Aside, state: _Pass, encoding: str
+) -> PageRecord:
+    """Quarantine a page set aside by validation (or an alias of one); for the page itself,
+    write the last good run's rows in place of its own."""
+    url = primary.canonical or primary.url
+    names = aside.pages[url]
+    carried = 0
+    if page.index == primary.index:
+        carried = _carry(aside.rows.get(url, []), state, TokenCounter(encoding))
+        state.set_aside.append(
+            SetAsidePage(
+                url=url,
+                expectations=list(names),
+                chunks_carried=carried,
+                carried_from=aside.carried_from if carried else None,
+            )
+        )
+    why = f"failed validation ({', '.join(names)})"
+    if page.index != primary.index:
+        why += f" as an alias of {url}"
+    elif carried:
+        why += f"; its {carried} chunks of run {aside.carried_from} are kept"
+    record, page_record = quarantine_records(page, names[0], why)
+    state.quarantine.append(record)
+    return page_record
+
+
+def _carry(rows: list[dict[str, Any]], state: _Pass, counter: TokenCounter) -> int:
+    """Write a set-aside page's rows from the last good run; the number written. None if
+    any repeats a chunk already kept: the rows link to each other, so all or none."""
+    facts = [chunk_facts(Chunk.model_validate(row), counter) for row in rows]
+    if any(chunk.text_hash in state.seen for chunk in facts):
+        state.warnings.append(
+            f"{facts[0].source_url}: its last good chunks were not carried forward; "
+            "their text is in chunks this run kept"
+        )
+        return 0
+    digests = state.sink.add_rows(rows)
+    for chunk, digest in zip(facts, digests, strict=False):
+        state.row_digests[chunk.chunk_id] = digest
+    state.seen.update((chunk.text_hash, chunk.chunk_id) for chunk in facts)
+    state.facts.extend(facts)
+    return len(facts)
 
 
 def also_on_of(

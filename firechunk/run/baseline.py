@@ -14,11 +14,18 @@ rules:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from firechunk.publish import LATEST, STATUS_JSON, read_status
 from firechunk.run.manifest import damaged_files
+from firechunk.run.rows import page_url
+from firechunk.run.write import CHUNKS_JSON
+from schemas.chunk import Chunk
 
 WAY_OUT = (
     "move data/latest aside to start without a baseline (every chunk is then an upsert; "
@@ -67,3 +74,15 @@ def damage_warning(baseline_id: str, damaged: tuple[str, ...]) -> str:
         f"baseline run {baseline_id}: {files} missing or changed since it was published "
         "(manifest.json): nothing reused from it, every page chunked again"
     )
+
+
+def rows_of_pages(run_dir: Path, urls: Collection[str]) -> dict[str, list[dict[str, Any]]]:
+    """The chunk rows (chunks.json) of the baseline's pages at the canonical `urls`, in
+    their order: what a page set aside by validation keeps. Read only on that path, and
+    only from a baseline whose files match its manifest."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for row in orjson.loads((Path(run_dir) / CHUNKS_JSON).read_bytes()):
+        url = page_url(Chunk.model_validate(row))
+        if url in urls:
+            rows.setdefault(url, []).append(row)
+    return rows

@@ -7,7 +7,9 @@
               run's page cache (`firechunk.run.cache`)
     write     one pass in crawl order over the cache (`firechunk.run.assemble`): the chunk
               files, pages, quarantine, report, the validation tables, changes.json
-    validate  every suite in expectations/ over the tables; the verdict in status.json
+    validate  every suite in expectations/ over the tables; pages that failed page-level
+              expectations, when few enough, set aside and the run written and validated
+              again (`firechunk.validate.set_aside`); the verdict in status.json
     publish   data/latest -> the run, only if it passed (`firechunk.publish`)
 
 A stage takes the run's `RunStart` (small, and saved in the run directory, so a stage can
@@ -24,7 +26,7 @@ good run: that is what the vector database holds.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -43,8 +45,8 @@ from firechunk.publish import (
     write_status,
 )
 from firechunk.retention import hold_run_lock
-from firechunk.run.assemble import assemble
-from firechunk.run.baseline import damage_warning, find_baseline
+from firechunk.run.assemble import NOTHING_ASIDE, Aside, assemble
+from firechunk.run.baseline import damage_warning, find_baseline, rows_of_pages
 from firechunk.run.cache import STATE_FILE, PageCache, outcome_key
 from firechunk.run.changes import change_set, write_changes
 from firechunk.run.executors import Executor, in_process
@@ -53,7 +55,12 @@ from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
 from firechunk.run.shrink import DEFAULT_MAX_SHRINK, shrink_problem
 from firechunk.run.write import ChunkFileWriter, write_page_files
 from firechunk.tokens import DEFAULT_ENCODING
-from firechunk.validate.suites import SUITES_DIR, validate_tables
+from firechunk.validate.set_aside import (
+    DEFAULT_MAX_FAILED_PAGES,
+    check_max_failed_pages,
+    pages_to_set_aside,
+)
+from firechunk.validate.suites import SUITES_DIR, record_outcome, validate_tables
 from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
 from schemas.changes import ChangeSet
 from schemas.publish import PublishResult, RunStatus
@@ -82,6 +89,8 @@ class RunStart(BaseModel, frozen=True):
     encoding: str = DEFAULT_ENCODING
     allow_shrink: bool = False  # publish even if the run drops much of the baseline
     allow_partial: bool = False  # chunk a crawl whose status is not "completed"
+    # The share of pages that may fail page-level expectations and be set aside.
+    max_failed_pages: float = DEFAULT_MAX_FAILED_PAGES
 
     @property
     def reuse_from(self) -> Path | None:
@@ -122,8 +131,10 @@ def start_run(
     encoding: str = DEFAULT_ENCODING,
     allow_shrink: bool = False,
     allow_partial: bool = False,
+    max_failed_pages: float = DEFAULT_MAX_FAILED_PAGES,
 ) -> RunStart:
     """Find the baseline first, then claim the run's directory (it is never the baseline)."""
+    check_max_failed_pages(max_failed_pages)
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
     baseline = find_baseline(data_dir)
     run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
@@ -139,6 +150,7 @@ def start_run(
         encoding=encoding,
         allow_shrink=allow_shrink,
         allow_partial=allow_partial,
+        max_failed_pages=max_failed_pages,
     )
     write_json(run_dir / RUN_JSON, start.model_dump(mode="json"))
     return start
@@ -212,18 +224,24 @@ def chunk_stage(
     )
 
 
-def write_stage(start: RunStart) -> Written:
-    """Assemble the run from its page cache and write every file of it, changes.json last."""
+def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None = None) -> Written:
+    """Assemble the run from its page cache and write every file of it, changes.json last.
+
+    `set_aside`: pages (canonical URL -> the expectations they failed) to quarantine, with
+    the baseline's chunks for them in place of theirs (`validate_stage`)."""
     run_dir = start.run_dir
     _check_baseline_kept(start)
     with failure_recorded(run_dir, start.run_id):
+        aside = _aside(start, set_aside) if set_aside else NOTHING_ASIDE
         cache = PageCache.open(run_dir / STATE_FILE)
         try:
             pages = cache.plan()
             started = float(cache.meta("started") or time.time())
             pages_chunked = int(cache.meta("pages_chunked") or 0)
             with ChunkFileWriter(run_dir) as writer:
-                assembled = assemble(pages, cache, writer, encoding=start.encoding, started=started)
+                assembled = assemble(
+                    pages, cache, writer, encoding=start.encoding, started=started, aside=aside
+                )
             cache.put_chunk_rows(assembled.row_digests.items())
         finally:
             cache.close()
@@ -248,6 +266,17 @@ def write_stage(start: RunStart) -> Written:
     return Written(report=assembled.report, changes=changes)
 
 
+def _aside(start: RunStart, set_aside: Mapping[str, tuple[str, ...]]) -> Aside:
+    """The pages to set aside, with the baseline's rows for them when its files are the
+    ones published (a damaged baseline carries nothing forward)."""
+    usable = start.baseline_dir is not None and not start.baseline_damaged
+    return Aside(
+        pages=dict(set_aside),
+        rows=rows_of_pages(start.baseline_dir, set(set_aside)) if usable else {},
+        carried_from=start.baseline_id if usable else None,
+    )
+
+
 class RunSuperseded(RuntimeError):
     """The run's baseline was removed while it ran (another run was published and pruned
     it): its change set cannot be computed. Marked superseded; the next run compares with
@@ -265,15 +294,38 @@ def _check_baseline_kept(start: RunStart) -> None:
 
 
 def validate_stage(start: RunStart, suites_dir: Path = SUITES_DIR) -> ValidationOutcome:
-    """Run every suite over the run's tables; record the verdict in its status.json."""
-    started = time.perf_counter()
+    """Run every suite over the run's tables; record the verdict in its status.json.
+
+    When only page-level expectations failed, on at most `max_failed_pages` of the pages,
+    those pages are set aside (quarantined, the baseline's chunks for them kept), the run
+    is written again and validated again: one bad page costs that page, not the night."""
     with failure_recorded(start.run_dir, start.run_id):
-        tables = read_tables(start.run_dir)
-        outcome = validate_tables(
-            tables, start.run_dir, suites_dir=suites_dir, run_id=start.run_id, started=started
+        outcome = _validate(start, suites_dir)
+        aside = pages_to_set_aside(
+            outcome, read_tables(start.run_dir)["pages"], start.max_failed_pages
         )
+        if aside.pages:
+            written = write_stage(start, aside.pages)
+            outcome = _validate(start, suites_dir).model_copy(
+                update={"pages_set_aside": written.report.pages_set_aside}
+            )
+        elif aside.refused:
+            outcome = outcome.model_copy(update={"set_aside_refused": aside.refused})
+        if aside.pages or aside.refused:
+            record_outcome(start.run_dir, outcome, start.run_id)
     record_verdict(start.run_dir, start.run_id, outcome)
     return outcome
+
+
+def _validate(start: RunStart, suites_dir: Path) -> ValidationOutcome:
+    started = time.perf_counter()
+    return validate_tables(
+        read_tables(start.run_dir),
+        start.run_dir,
+        suites_dir=suites_dir,
+        run_id=start.run_id,
+        started=started,
+    )
 
 
 def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:

@@ -9,6 +9,7 @@ so nothing from one run's results leaks into another's Data Docs. Written into
 `<run-dir>/validation/`:
 - `results/<suite>.json`: GX's validation result for each suite, as GX serialises it;
 - `summary.json`: a `schemas.validation.ValidationOutcome`, what the publisher reads;
+- `report.html`: the outcome as one self-contained page (`firechunk.validate.report`);
 - `data_docs/`: the GX Data Docs site (open `data_docs/index.html`). GX writes the site
   file by file, so it is built in a temporary directory and renamed into place: a reader
   sees the whole site or none of it.
@@ -26,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from firechunk.atomic import write_json
 from firechunk.tokens import TokenCounter
-from firechunk.validate.tables import ID_COLUMNS, build_tables
+from firechunk.validate.report import write_report_from_files
+from firechunk.validate.tables import ID_COLUMNS, PAGE_URL_COLUMN, build_tables
 from schemas.report import ChunkRun
 from schemas.validation import ExpectationOutcome, ValidationOutcome
 
@@ -38,7 +40,8 @@ VALIDATION_DIR = "validation"
 DATA_DOCS_DIR = "data_docs"
 DATA_DOCS_SITE = "firechunk"
 EXAMPLES_PER_EXPECTATION = 5
-_PARTIAL_UNEXPECTED = 20  # rows GX keeps per failed expectation in its results JSON
+_PARTIAL_UNEXPECTED = 20  # failing rows shown per expectation in Data Docs
+_KEPT_UNEXPECTED = 200  # failing rows kept per expectation in the results JSON
 
 
 class SuiteFileError(ValueError):
@@ -104,14 +107,16 @@ def validate_tables(
     staging = Path(tempfile.mkdtemp(prefix=f".{DATA_DOCS_DIR}.", dir=validation_dir))
     try:
         results = _run_suites(suites, tables, staging, run_id)
+        outcomes = [
+            _outcome(name, result)
+            for name, result in results.items()
+            for result in result["results"]
+        ]
         for name, result in results.items():
-            write_json(validation_dir / "results" / f"{name}.json", result)
+            write_json(validation_dir / "results" / f"{name}.json", _trimmed(result))
         _replace_dir(staging, validation_dir / DATA_DOCS_DIR)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    outcomes = [
-        _outcome(name, result) for name, result in results.items() for result in result["results"]
-    ]
     outcome = ValidationOutcome(
         success=all(item.success for item in outcomes),
         evaluated_expectations=len(outcomes),
@@ -121,8 +126,17 @@ def validate_tables(
         expectations=outcomes,
         data_docs_index=f"{VALIDATION_DIR}/{DATA_DOCS_DIR}/index.html",
     )
-    write_json(validation_dir / "summary.json", outcome.model_dump(mode="json"))
+    record_outcome(run_dir, outcome, run_id)
     return outcome
+
+
+def record_outcome(run_dir: Path, outcome: ValidationOutcome, run_id: str | None) -> None:
+    """`summary.json` and `report.html` (readable offline, unlike Data Docs) for `outcome`,
+    from the results written beside them. Called again when the validate stage adds to
+    an outcome (`firechunk.run.stages`), so both say which pages were set aside."""
+    validation_dir = Path(run_dir) / VALIDATION_DIR
+    write_json(validation_dir / "summary.json", outcome.model_dump(mode="json"))
+    write_report_from_files(validation_dir, outcome, run_id)
 
 
 def _run_suites(
@@ -155,8 +169,9 @@ def _run_suites(
         )
         result = definition.run(
             batch_parameters={"dataframe": tables[name].to_pandas()},  # GX reads pandas
+            # COMPLETE: every failing row's ids, to know every page a failure belongs to.
             result_format={
-                "result_format": "SUMMARY",
+                "result_format": "COMPLETE",
                 "partial_unexpected_count": _PARTIAL_UNEXPECTED,
                 "unexpected_index_column_names": ID_COLUMNS[name],
             },
@@ -210,9 +225,11 @@ def _outcome(suite: str, result: dict[str, Any]) -> ExpectationOutcome:
     config = result["expectation_config"]
     kwargs = config.get("kwargs", {})
     details = result.get("result") or {}
+    meta = config.get("meta") or {}
+    page_scoped = bool(meta.get("page_scoped"))
     return ExpectationOutcome(
         suite=suite,
-        name=(config.get("meta") or {}).get("name", config["type"]),
+        name=meta.get("name", config["type"]),
         expectation_type=config["type"],
         column=_columns(kwargs),
         success=bool(result["success"]),
@@ -221,7 +238,30 @@ def _outcome(suite: str, result: dict[str, Any]) -> ExpectationOutcome:
         observed_value=details.get("observed_value"),
         examples=_examples(details),
         error=_error(result.get("exception_info")),
+        page_scoped=page_scoped,
+        failed_urls=_failed_urls(suite, details) if page_scoped and not result["success"] else [],
     )
+
+
+def _failed_urls(suite: str, details: dict[str, Any]) -> list[str]:
+    """Each page URL named by the expectation's failing rows, once, in row order."""
+    column = PAGE_URL_COLUMN[suite]
+    rows = details.get("unexpected_index_list") or []
+    return list(dict.fromkeys(row[column] for row in rows if row.get(column)))
+
+
+def _trimmed(suite_result: dict[str, Any]) -> dict[str, Any]:
+    """GX's result for a suite with at most `_KEPT_UNEXPECTED` failing rows per expectation:
+    a run broken everywhere must not write every one of its rows into the results."""
+    results = []
+    for result in suite_result["results"]:
+        details = dict(result.get("result") or {})
+        for key in ("unexpected_list", "unexpected_index_list"):
+            if key in details:
+                details[key] = details[key][:_KEPT_UNEXPECTED]
+        details.pop("unexpected_index_query", None)
+        results.append({**result, "result": details})
+    return {**suite_result, "results": results}
 
 
 def _columns(kwargs: dict[str, Any]) -> str | None:

@@ -44,6 +44,10 @@ ID_COLUMNS: dict[str, list[str]] = {
     "headers": ["url", "level", "heading"],
 }
 
+# The column of each table that names the page a row belongs to (`chunks`: the canonical URL
+# of the chunked page; `pages` and `headers`: the URL as crawled).
+PAGE_URL_COLUMN = {"chunks": "sourceUrl", "pages": "url", "headers": "url"}
+
 CHUNK_COLUMNS = [
     "chunk_id",
     "sourceUrl",

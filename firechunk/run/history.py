@@ -1,0 +1,134 @@
+"""The runs in a data directory, newest first, each with its verdict and figures.
+
+Read from what every run leaves on disk (`run.json`, `report.json`, `status.json`,
+`changes.json`, `validation/summary.json`), never from Prefect: `firechunk runs` lists them
+and the dashboard's trend table shows the last nights, and both must agree with the files a
+loader or an operator reads. A file a run has not written yet (it is running, or it was
+killed) leaves its figures empty rather than hiding the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, read_status
+from firechunk.retention import run_is_running
+from firechunk.run.changes import CHANGES_JSON
+from firechunk.run.stages import RUN_JSON
+from firechunk.run.write import REPORT_JSON
+from firechunk.validate.suites import VALIDATION_DIR
+
+VALIDATION_SUMMARY = f"{VALIDATION_DIR}/summary.json"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run as the operator compares it with the nights before: None where the run did
+    not get as far as writing that figure."""
+
+    run_id: str
+    verdict: str  # passed, failed, superseded; running, unfinished (killed), unreadable
+    started: datetime
+    latest: bool
+    pages: int | None = None
+    chunks: int | None = None
+    tokens: int | None = None
+    quarantined: int | None = None
+    upserts: int | None = None
+    deletes: int | None = None
+    seconds: float | None = None  # chunk + write (report.json) + validation (summary.json)
+
+    def as_table_row(self) -> dict[str, Any]:
+        """The row of a table artifact: numbers stay numbers, the time is UTC text."""
+        return {
+            "run": self.run_id,
+            "verdict": self.verdict + (" (latest)" if self.latest else ""),
+            "pages": self.pages,
+            "chunks": self.chunks,
+            "tokens": self.tokens,
+            "upserts": self.upserts,
+            "deletes": self.deletes,
+            "quarantined": self.quarantined,
+            "seconds": self.seconds,
+            "started (UTC)": f"{self.started:%Y-%m-%d %H:%M}",
+        }
+
+
+def list_runs(data_dir: Path, limit: int | None = None) -> list[RunRow]:
+    """The runs under `data_dir/runs/`, newest first (by when each started), at most `limit`."""
+    runs_dir = Path(data_dir) / RUNS_DIR
+    if not runs_dir.is_dir():
+        return []
+    link = Path(data_dir) / LATEST
+    latest = link.resolve() if link.is_symlink() else None
+    dirs = [path for path in runs_dir.iterdir() if RUN_ID.fullmatch(path.name) and path.is_dir()]
+    dated = sorted(((_started(path), path) for path in dirs), reverse=True)
+    return [read_run(path, started, path.resolve() == latest) for started, path in dated[:limit]]
+
+
+def read_run(run_dir: Path, started: datetime | None = None, latest: bool = False) -> RunRow:
+    """One run's row, from whichever of its files it has written."""
+    report = _json(run_dir / REPORT_JSON)
+    changes = _json(run_dir / CHANGES_JSON)
+    validation = _json(run_dir / VALIDATION_SUMMARY)
+    return RunRow(
+        run_id=run_dir.name,
+        verdict=_verdict(run_dir),
+        started=started or _started(run_dir),
+        latest=latest,
+        pages=_int(report.get("pages_in")),
+        chunks=_int(report.get("chunks_out")),
+        tokens=_int(report.get("tokens_in_chunks")),
+        quarantined=_int(report.get("pages_quarantined")),
+        upserts=_count(changes.get("upsert")),
+        deletes=_count(changes.get("delete")),
+        seconds=_seconds(report.get("seconds"), validation.get("seconds")),
+    )
+
+
+def _verdict(run_dir: Path) -> str:
+    try:
+        status = read_status(run_dir)
+    except ValueError:
+        return "unreadable"
+    if status is not None:
+        return status.status
+    return "running" if run_is_running(run_dir) else "unfinished"
+
+
+def _started(run_dir: Path) -> datetime:
+    """When the run was claimed: its run.json is written then and never again (the
+    directory's own time moves with every file added)."""
+    source = run_dir / RUN_JSON
+    try:
+        stamp = source.stat().st_mtime
+    except OSError:
+        stamp = run_dir.stat().st_mtime
+    return datetime.fromtimestamp(stamp, UTC)
+
+
+def _seconds(chunk_and_write: Any, validation: Any) -> float | None:
+    parts = [value for value in (chunk_and_write, validation) if isinstance(value, int | float)]
+    return round(sum(parts), 1) if parts else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _count(value: Any) -> int | None:
+    return len(value) if isinstance(value, list) else None
+
+
+def _json(path: Path) -> dict[str, Any]:
+    """The file's JSON object; empty if the run has not written it (or it is not one)."""
+    try:
+        value = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
