@@ -1,4 +1,8 @@
-"""The `firechunk` command line: each sub-command lives in `firechunk.commands`."""
+"""The `firechunk` command line: each sub-command lives in `firechunk.commands`.
+
+Every sub-command is registered through `handled`, so each one exits with the codes
+`firechunk.commands.exits` documents and shows a known failure as one line.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,11 @@ from typing import Annotated
 
 import typer
 
+from firechunk.commands.automations import automations
 from firechunk.commands.chunk import chunk
 from firechunk.commands.crawl import crawl
 from firechunk.commands.database import load, search
+from firechunk.commands.exits import EXIT_CODES_HELP, handled, set_debug
 from firechunk.commands.rebuild import rebuild
 from firechunk.commands.runs import runs
 
@@ -23,6 +29,7 @@ def _version(value: bool) -> None:
 app = typer.Typer(
     name="firechunk",
     help="Crawl a documentation site with Firecrawl and turn it into retrieval-ready chunks.",
+    epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
 )
@@ -34,16 +41,17 @@ def main(
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show the traceback of an error, not just its one line."),
+    ] = False,
 ) -> None:
     """Crawl a documentation site with Firecrawl and turn it into retrieval-ready chunks."""
+    set_debug(debug)
 
 
-app.command()(crawl)
-app.command()(chunk)
-app.command()(rebuild)
-app.command()(load)
-app.command()(search)
-app.command()(runs)
+for command in (crawl, chunk, rebuild, load, search, runs, automations):
+    app.command(epilog=EXIT_CODES_HELP)(handled(command))
 
 
 if __name__ == "__main__":

@@ -11,9 +11,12 @@ import json
 from pathlib import Path
 
 import orjson
+from pydantic import ValidationError
 
 from firechunk.atomic import write_json
 from schemas.page import CrawlResult
+
+CRAWL_FILE = "crawl.json"
 
 
 class CrawlFileError(ValueError):
@@ -25,25 +28,21 @@ def read_crawl(path: Path, *, allow_partial: bool = True) -> CrawlResult:
     "completed" (cut short, failed, cancelled) is refused: publishing it would drop every
     page it is missing."""
     path = Path(path)
-    if path.is_dir():
-        raise CrawlFileError(f"{path} is a directory: give its crawl.json")
-    if not path.is_file():
-        raise CrawlFileError(f"{path}: no such crawl file")
+    _check_path(path)
     document = _parse(path.read_bytes(), path)
     if isinstance(document, list):  # a bare list of pages is accepted too
         document = {"data": document}
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
-        hint = " (pages.jsonl is the raw download: use crawl.json beside it)"
-        raise CrawlFileError(
-            f"{path}: expected Firecrawl's crawl shape with a 'data' list"
-            + (hint if path.suffix == ".jsonl" else "")
-        )
+        raise CrawlFileError(f"{path}: expected Firecrawl's crawl shape with a 'data' list")
     try:
         crawl = CrawlResult.model_validate(document)
     except RecursionError:
         raise CrawlFileError(f"{path}: nested too deeply to be a crawl") from None
-    except ValueError as error:
-        raise CrawlFileError(f"{path}: {error}") from error
+    except ValidationError as error:
+        raise CrawlFileError(
+            f"{path}: not Firecrawl's crawl shape: {_first_problem(error)}"
+        ) from None
+    _check_markdown(path, crawl)
     if not allow_partial and crawl.status != "completed":
         raise CrawlFileError(
             f"{path}: the crawl's status is {crawl.status!r}, not 'completed' "
@@ -51,6 +50,50 @@ def read_crawl(path: Path, *, allow_partial: bool = True) -> CrawlResult:
             "Use --allow-partial (flow parameter allow_partial) to chunk it anyway."
         )
     return crawl
+
+
+def _first_problem(error: ValidationError) -> str:
+    """pydantic's report in one line: where the first problem is, what it is, how many more."""
+    problems = error.errors(include_url=False)
+    first = problems[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{where or 'the document'}: {first['msg']}{more}"
+
+
+def _check_path(path: Path) -> None:
+    """Refuse what is not a crawl file before reading it, naming the file that is meant:
+    the raw download beside a crawl.json, or the folder that holds one."""
+    if path.is_dir():
+        inside = path / CRAWL_FILE
+        there = f" ({inside})" if inside.is_file() else ", e.g. data/raw/<crawl-id>/crawl.json"
+        raise CrawlFileError(f"{path} is a directory, not a crawl file: give its crawl.json{there}")
+    if path.suffix == ".jsonl":
+        beside = path.with_name(CRAWL_FILE)
+        state = (
+            "it is there"
+            if beside.is_file()
+            else "written once the download completes: rerun `firechunk crawl` to finish it"
+        )
+        raise CrawlFileError(
+            f"{path} is the raw download (one page a line), not a crawl file: "
+            f"use crawl.json beside it ({beside}, {state})"
+        )
+    if not path.is_file():
+        raise CrawlFileError(f"{path}: no such crawl file")
+
+
+def _check_markdown(path: Path, crawl: CrawlResult) -> None:
+    """Refuse a crawl most of whose pages carry no `markdown`: it was run without the
+    markdown format, and chunking it would quarantine every page and fail validation. A
+    few pages without it in a crawl that has it are the chunker's to quarantine one by one."""
+    missing = sum(page.markdown is None for page in crawl.data)
+    if crawl.data and missing * 2 > len(crawl.data):
+        raise CrawlFileError(
+            f"{path}: {missing} of its {len(crawl.data)} pages carry no 'markdown': the crawl "
+            "was run without the markdown format; crawl again with Firecrawl's "
+            '`formats: ["markdown"]` (its default, which `firechunk crawl` uses)'
+        )
 
 
 def _parse(raw: bytes, path: Path) -> object:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prefect import flow
 
+from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
 from flows.names import site_and_date
 from tasks.artifacts import report_to_dashboard, timed
 from tasks.chunk import chunk_on_runner
@@ -28,14 +29,36 @@ def chunk(
     full: bool = False,
     allow_shrink: bool = False,
     allow_partial: bool = False,
+    max_failed_pages: float = DEFAULT_MAX_FAILED_PAGES,
 ) -> Path:
-    """Chunk every page of `crawl_file` into `data_dir/runs/<run-id>/`; returns that
-    directory, for the validate-publish flow. Pages the last good run chunked are reused
-    unless `full`; `allow_shrink` lets it be published even if it drops over 20 % of the
-    last good run's pages or chunks; `allow_partial` chunks a crawl whose status is not
-    "completed"."""
+    """Chunk every page of `crawl_file` into `data_dir/runs/<run-id>/`, for the
+    validate-publish flow. Pages the last good run chunked are reused unless `full`.
+
+    Args:
+        crawl_file: A crawl in Firecrawl's result shape, as the crawl flow saves it
+            (data/raw/<crawl-id>/crawl.json).
+        data_dir: The data root: the run goes to runs/<run-id>/; the run the latest link
+            points at is the one reused from.
+        task_runner: Where pages are chunked: "process" (processes on the worker's machine)
+            or "dask" (a Dask cluster).
+        dask_address: The Dask scheduler to chunk on (tcp://host:8786); empty for a local
+            cluster of `workers` processes.
+        workers: How many processes chunk pages side by side.
+        run_id: The run directory's name (letters, digits, '.', '_', '-'), which must be
+            new; empty for the UTC start time and a random suffix.
+        full: Chunk every page again, reusing nothing from the last good run.
+        allow_shrink: Let the run be published even if it drops over 20 % of the last good
+            run's pages or chunks.
+        allow_partial: Chunk a crawl whose status is not "completed".
+        max_failed_pages: The largest share of pages (0.01: 1 %) that may fail page-level
+            expectations and be set aside (quarantined, their last good chunks kept) while
+            the run still publishes.
+
+    Returns:
+        The run directory, the validate-publish flow's `run_dir`.
+    """
     seconds: dict[str, float] = {}
-    run = start(data_dir, run_id, full, allow_shrink, allow_partial)
+    run = start(data_dir, run_id, full, allow_shrink, allow_partial, max_failed_pages)
     with timed(seconds, "chunk"):
         chunk_on_runner(
             run, crawl_file, make_task_runner(task_runner, workers, dask_address), workers

@@ -18,6 +18,8 @@ from pathlib import Path
 from prefect import flow
 
 from firechunk.retention import check_keep
+from firechunk.run.write import read_report
+from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
 from flows.crawl import crawl as crawl_flow
 from flows.names import SUPABASE_DOCS, site_and_date
 from schemas.job import ApiVersion
@@ -55,20 +57,55 @@ def rebuild(
     allow_shrink: bool = False,
     db_secret_block: str = DB_SECRET_BLOCK,
     allow_partial: bool = False,
+    max_failed_pages: float = DEFAULT_MAX_FAILED_PAGES,
 ) -> PublishResult:
     """Rebuild the chunks of `site_url`, or of the saved crawl `replay` (no network).
 
     The run is written to `data_dir/runs/<run-id>/` and becomes `data_dir/latest` only if
     it passed validation; a failed validation fails the flow run after the dashboard has
-    the report. Pages the last good run chunked are reused unless `full`. Once a run is
-    published, finished runs and raw crawls beyond the `keep_runs` newest are removed (0
-    keeps them all). With `load`, the published run is then loaded into Postgres + pgvector
-    (`tasks.load`: the URL from the Secret block `db_secret_block`, else FIRECHUNK_DB_URL,
-    else an embedded Postgres under `data_dir`), embedded with `embedder` ("local", or
-    "openai" with `embedding_model`). A run that drops over 20 % of the last good run's
-    pages or chunks is not published, nor a load that deletes over 20 % of the rows,
-    unless `allow_shrink`; a replayed crawl whose status is not "completed" is refused
-    unless `allow_partial`.
+    the report. Pages the last good run chunked are reused unless `full`.
+
+    Args:
+        site_url: The documentation site Firecrawl crawls (ignored with `replay`).
+        include_paths: Only URL paths matching one of these regexes are crawled.
+        exclude_paths: URL paths matching one of these regexes are not crawled.
+        limit: At most this many pages are crawled, which bounds the Firecrawl credits a
+            run spends; empty for no limit.
+        api_version: The Firecrawl API version, "v2" or "v1".
+        api_url: The Firecrawl API base URL; empty for https://api.firecrawl.dev.
+        replay: A saved crawl.json to rebuild from instead of crawling: no network, no key.
+        task_runner: Where pages are chunked: "process" (processes on the worker's machine)
+            or "dask" (a Dask cluster).
+        dask_address: The Dask scheduler to chunk on (tcp://host:8786); empty for a local
+            cluster of `workers` processes.
+        workers: How many processes chunk pages side by side.
+        data_dir: The data root: runs/, raw/, jobs/ and the latest link live under it.
+        secret_block: The Prefect Secret block holding the Firecrawl API key; without
+            it, FIRECRAWL_API_KEY in the worker's environment.
+        run_id: The run directory's name (letters, digits, '.', '_', '-'), which must be
+            new; empty for the UTC start time and a random suffix.
+        full: Chunk every page again, reusing nothing from the last good run.
+        keep_runs: How many finished runs and raw crawls are kept, the newest; older ones
+            are removed as a run starts and once it is published (0 keeps them all).
+        load: Load the published run into Postgres + pgvector afterwards.
+        embedder: How chunks are embedded for the database: "local" (MiniLM on the CPU)
+            or "openai" (any OpenAI-compatible API; key from the Secret block
+            openai-api-key, else OPENAI_API_KEY).
+        embedding_model: The model the "openai" embedder asks for.
+        embedding_dimensions: The vector size asked of the "openai" embedder; empty for the
+            model's own.
+        embedding_base_url: The OpenAI-compatible API's base URL; empty for OpenAI's.
+        allow_shrink: Publish a run that drops over 20 % of the last good run's pages or
+            chunks, and load one that deletes over 20 % of the database's rows.
+        db_secret_block: The Prefect Secret block holding the database URL; without it,
+            FIRECHUNK_DB_URL, else an embedded Postgres under `data_dir`.
+        allow_partial: Rebuild from a replayed crawl whose status is not "completed".
+        max_failed_pages: The largest share of pages (0.01: 1 %) that may fail page-level
+            expectations and be set aside (quarantined, their last good chunks kept) while
+            the run still publishes.
+
+    Returns:
+        The run's id, directory and validation verdict, and whether it was published.
     """
     check_keep(keep_runs)  # before any work: a typo must not cost a crawl
     seconds: dict[str, float] = {}
@@ -86,21 +123,21 @@ def rebuild(
             )
     # Every run, published or not, before it takes space: failed nights must not fill the disk.
     removed = prune_old_runs(data_dir, keep_runs, replay)
-    run = start(data_dir, run_id, full, allow_shrink, allow_partial)
+    run = start(data_dir, run_id, full, allow_shrink, allow_partial, max_failed_pages)
     with timed(seconds, "chunk"):
         chunk_on_runner(run, replay, make_task_runner(task_runner, workers, dask_address), workers)
     with timed(seconds, "write"):
-        written = write(run)
+        write(run)
     try:
         with timed(seconds, "validate + publish"):
             result = publish(run, validate(run))
     except RunNotPublished as failed:  # the dashboard gets the report, then the flow fails
         seconds["total"] = sum(seconds.values())
-        report_to_dashboard(written.report, seconds, failed.result)
+        report_to_dashboard(read_report(run.run_dir), seconds, failed.result)
         raise
     seconds["total"] = sum(seconds.values())
     removed += prune_old_runs(data_dir, keep_runs, replay)
-    report_to_dashboard(written.report, seconds, result, removed)
+    report_to_dashboard(read_report(run.run_dir), seconds, result, removed)
     if load:
         load_database(
             data_dir,

@@ -140,6 +140,7 @@ def summary_rows(
         ("pages chunked", report.pages_chunked),
         ("aliases (same page, other URL)", report.pages_aliased),
         ("pages quarantined", report.pages_quarantined),
+        ("pages set aside by validation (of the quarantined)", len(report.pages_set_aside)),
         ("chunks", report.chunks_out),
         ("duplicate chunks dropped", report.duplicate_chunks_dropped),
         ("tokens before clean-up", report.tokens_before_cleanup),

@@ -19,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from firechunk.publish import LATEST, format_outcome, format_result
 from firechunk.retention import prune_raw_crawls, prune_runs
 from firechunk.run.baseline import damage_warning
+from firechunk.run.changes import read_changes
 from firechunk.run.stages import (
     RunStart,
     Written,
@@ -27,6 +28,8 @@ from firechunk.run.stages import (
     validate_stage,
     write_stage,
 )
+from firechunk.run.write import read_report
+from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
 from schemas.changes import ChangeSet
 from schemas.publish import PublishResult
 from schemas.report import ChunkReport
@@ -52,9 +55,15 @@ def start(
     full: bool,
     allow_shrink: bool = False,
     allow_partial: bool = False,
+    max_failed_pages: float = DEFAULT_MAX_FAILED_PAGES,
 ) -> RunStart:
     started = start_run(
-        data_dir, run_id, full=full, allow_shrink=allow_shrink, allow_partial=allow_partial
+        data_dir,
+        run_id,
+        full=full,
+        allow_shrink=allow_shrink,
+        allow_partial=allow_partial,
+        max_failed_pages=max_failed_pages,
     )
     get_run_logger().info(
         "run %s in %s; baseline: %s%s",
@@ -74,10 +83,15 @@ def start(
 def write(run: RunStart) -> Written:
     """Assemble and write the run's files and changes.json; put the changes on the dashboard."""
     written = write_stage(run)
-    changes = written.changes
+    changes_to_dashboard(run, written.report, written.changes)
+    return written
+
+
+def changes_to_dashboard(run: RunStart, report: ChunkReport, changes: ChangeSet) -> None:
+    """Log the run's figures; its change set and changed pages as artifacts."""
     get_run_logger().info(
         "%s; changes: %d to upsert, %d to delete, pages %d added, %d changed, %d removed",
-        run_summary(written.report),
+        run_summary(report),
         len(changes.upsert),
         len(changes.delete),
         len(changes.pages_added),
@@ -90,13 +104,15 @@ def write(run: RunStart) -> Written:
         description="What this run changes for the vector database (changes.json)",
     )
     report_pages(run.run_dir, changes)
-    return written
 
 
 @task(name="validate-run", cache_policy=NO_CACHE)
 def validate(run: RunStart) -> ValidationOutcome:
-    """Run the suites; a run that fails them fails this task (`RunNotPublished`)."""
+    """Run the suites; a run that fails them fails this task (`RunNotPublished`). Pages
+    set aside were written again: their changes replace the write task's on the dashboard."""
     outcome = validate_stage(run)
+    if outcome.pages_set_aside:
+        changes_to_dashboard(run, read_report(run.run_dir), read_changes(run.run_dir))
     if not outcome.success:
         result = PublishResult(
             run_id=run.run_id,
@@ -107,7 +123,8 @@ def validate(run: RunStart) -> ValidationOutcome:
         )
         get_run_logger().error(format_result(result))
         raise RunNotPublished(format_result(result), result)
-    get_run_logger().info(format_outcome(outcome, run.run_dir))
+    log = get_run_logger().warning if outcome.pages_set_aside else get_run_logger().info
+    log(format_outcome(outcome, run.run_dir))
     return outcome
 
 

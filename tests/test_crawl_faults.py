@@ -165,7 +165,7 @@ def test_refused_start_leaves_no_job_and_no_state(tmp_path):
 def test_unreachable_api_on_start_is_retried_then_reported(tmp_path):
     with _server() as server:
         dead_url = server.base_url
-    with pytest.raises(CrawlError, match="refused to start.*ConnectionError"):
+    with pytest.raises(CrawlError, match="could not reach.*refused.*ConnectionError"):
         run_crawl(
             TARGET,
             api_key=CANARY_KEY,

@@ -258,7 +258,7 @@ def test_cli_without_a_key_says_how_to_give_one(tmp_path):
     result = CliRunner().invoke(
         app, ["crawl", TARGET.url, "--data-dir", str(tmp_path)], env={"FIRECRAWL_API_KEY": ""}
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input: the key is missing
     assert "FIRECRAWL_API_KEY" in result.output
 
 

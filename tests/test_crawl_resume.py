@@ -177,7 +177,7 @@ def test_an_edited_job_id_is_refused_and_nothing_outside_the_data_dir_is_touched
     finally:
         opened, _opened = _opened, None
 
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 3, result.output  # a crawl error
     [message] = result.stderr.strip().splitlines()  # one line, no traceback
     # The file at fault is named: the job state, or the raw folder that is a symlink.
     at_fault = data_dir / ("raw" if edit == "symlinked folder" else "jobs")

@@ -9,9 +9,12 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from firechunk.crawlfile import CrawlFileError, read_crawl
+from firechunk.commands.checks import check_data_dir, check_writable_dir
+from firechunk.commands.exits import CommandError, ExitCode
+from firechunk.crawlfile import read_crawl
 from firechunk.run.write import read_quarantine
 from firechunk.tokens import DEFAULT_ENCODING
+from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
 from schemas.report import ChunkReport
 
 console = Console(stderr=True, soft_wrap=True)  # long paths stay whole in logs
@@ -50,24 +53,33 @@ def chunk(
         bool,
         typer.Option("--allow-partial", help="Chunk a crawl whose status is not 'completed'."),
     ] = False,
+    max_failed_pages: Annotated[
+        float,
+        typer.Option(
+            "--max-failed-pages",
+            min=0.0,
+            max=1.0,
+            help="The largest share of pages that may fail page-level expectations and be "
+            "set aside (quarantined, their last good chunks kept) while the run publishes.",
+        ),
+    ] = DEFAULT_MAX_FAILED_PAGES,
 ) -> None:
     """Chunk every page of CRAWL_FILE, validate the chunks, and publish them as data/latest.
 
     Pages the last good run chunked are reused. A run that fails validation is kept in
     data/runs/ marked failed, data/latest is left as it was, and the command exits with
-    status 1.
+    status 1; a bad crawl file or data directory exits 2 before a run starts.
     """
     from firechunk.publish import format_outcome, format_result
-    from firechunk.run.baseline import BaselineError
     from firechunk.run.executors import process_pool
     from firechunk.run.stages import run_here, start_out_run, start_run
 
-    try:
-        # A bad file is refused before a run starts.
-        pages = len(read_crawl(crawl_file, allow_partial=allow_partial).data)
-    except CrawlFileError as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(code=2) from error
+    # A bad file, or a place the run cannot be written, is refused before a run starts.
+    pages = len(read_crawl(crawl_file, allow_partial=allow_partial).data)
+    if out is None:
+        check_data_dir(data_dir)
+    else:
+        check_writable_dir(out, "--out directory", "choose another --out")
     try:
         if out is None:
             start = start_run(
@@ -76,12 +88,12 @@ def chunk(
                 encoding=encoding,
                 allow_shrink=allow_shrink,
                 allow_partial=allow_partial,
+                max_failed_pages=max_failed_pages,
             )
         else:
             start = start_out_run(out, encoding=encoding, allow_partial=allow_partial)
-    except (FileExistsError, ValueError, BaselineError) as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(code=2) from error
+    except (FileExistsError, ValueError) as error:
+        raise CommandError(str(error)) from None
     with _progress() as bar:
         task = bar.add_task(f"chunking pages ({pages} crawled)", total=None)
 
@@ -97,7 +109,7 @@ def chunk(
     else:
         console.print(format_result(result))
     if not (outcome.success and (result is None or result.published)):
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=ExitCode.FAILED)
 
 
 def _progress() -> Progress:

@@ -1,7 +1,8 @@
 """`firechunk crawl`: start or resume a Firecrawl crawl job and save its pages.
 
 Progress goes to stderr; the path of the finished crawl file goes to stdout, so that
-`firechunk chunk "$(firechunk crawl URL)"` works.
+`firechunk chunk "$(firechunk crawl URL)"` works. A crawl or network error exits 3
+(`firechunk.commands.exits`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-from firechunk.crawl import CrawlError, CrawlSettings, RetryPolicy, run_crawl
+from firechunk.commands.checks import check_data_dir, check_url
+from firechunk.crawl import CrawlSettings, RetryPolicy, run_crawl
 from firechunk.crawl.runner import DEFAULT_API_URL
 from schemas.job import ApiVersion, CrawlTarget
 
@@ -93,6 +95,9 @@ def crawl(
 
     The API key is read from FIRECRAWL_API_KEY; a complete crawl replays with no key.
     """
+    check_url(url, "site URL")
+    check_url(api_url, "Firecrawl API URL")
+    check_data_dir(data_dir)
     settings = CrawlSettings(
         api_version=api,
         api_url=api_url,
@@ -110,17 +115,13 @@ def crawl(
     target = CrawlTarget(
         url=url, include_paths=include or [], exclude_paths=exclude or [], limit=limit
     )
-    try:
-        outcome = run_crawl(
-            target,
-            api_key=os.environ.get(API_KEY_ENV) or None,
-            data_dir=data_dir,
-            settings=settings,
-            name=name,
-            recrawl=recrawl,
-            report=_progress,
-        )
-    except CrawlError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=1) from None
+    outcome = run_crawl(
+        target,
+        api_key=os.environ.get(API_KEY_ENV) or None,
+        data_dir=data_dir,
+        settings=settings,
+        name=name,
+        recrawl=recrawl,
+        report=_progress,
+    )
     typer.echo(str(outcome.crawl_file))

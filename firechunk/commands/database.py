@@ -2,8 +2,8 @@
 
 Both take the database from `--db`, else FIRECHUNK_DB_URL, else the embedded Postgres
 under the data directory, and the embedder from `--embedder` (local by default). Errors
-are one line without a traceback; exit status 1 for a refused load, 2 for bad input, 3
-when the database or the embedding service fails.
+are one line without a traceback (`firechunk.commands.exits`); exit status 1 for a refused
+load, 2 for bad input, 3 when the database or the embedding service fails.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
+
+from firechunk.commands.exits import CommandError
 
 console = Console(stderr=True, soft_wrap=True)
 
@@ -74,19 +76,18 @@ def load(
     from firechunk.db.load import load_run
     from firechunk.db.runs import published_run
 
-    with _errors():
-        chosen = published_run(data_dir, run, site)
-        built = _embedder(embedder, model, dimensions, base_url)
-        with _connection(db, data_dir) as conn, _progress_bar() as progress:
-            result = load_run(
-                conn,
-                chosen,
-                built,
-                allow_shrink=allow_shrink,
-                max_shrink=max_shrink,
-                say=console.print,
-                progress=progress,
-            )
+    chosen = published_run(data_dir, run, site)
+    built = _embedder(embedder, model, dimensions, base_url)
+    with _connection(db, data_dir) as conn, _progress_bar() as progress:
+        result = load_run(
+            conn,
+            chosen,
+            built,
+            allow_shrink=allow_shrink,
+            max_shrink=max_shrink,
+            say=console.print,
+            progress=progress,
+        )
     console.print(describe(result))
 
 
@@ -104,11 +105,10 @@ def search(
     """Hybrid search (vectors and full-text, fused by reciprocal rank) over a loaded site."""
     from firechunk.db.search import search as run_search
 
-    with _errors():
-        built = _embedder(embedder, model, dimensions, base_url)
-        with _connection(db, data_dir) as conn:
-            chosen = _loaded_site(conn, site, built)
-            hits = run_search(conn, chosen, question, built, k)
+    built = _embedder(embedder, model, dimensions, base_url)
+    with _connection(db, data_dir) as conn:
+        chosen = _loaded_site(conn, site, built)
+        hits = run_search(conn, chosen, question, built, k)
     if not hits:
         console.print(f"no chunk of {chosen} matches")
     for hit in hits:
@@ -167,8 +167,8 @@ def _loaded_site(conn, site: str | None, embedder) -> str:
     return name
 
 
-class _UserError(Exception):
-    """Something the person running the command can fix; printed as one line."""
+class _UserError(CommandError):
+    """Something the person running the command can fix; printed as one line, exit 2."""
 
 
 @contextlib.contextmanager
@@ -201,24 +201,3 @@ def _progress_bar() -> Iterator:
         yield advance
     finally:
         bar.stop()
-
-
-@contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    """Known failures as one line and an exit status; anything else is a bug and shows."""
-    from firechunk.db.connect import DatabaseError
-    from firechunk.db.load import LoadRefused
-    from firechunk.db.runs import RunNotLoadable
-    from firechunk.embedders import EmbedderError
-
-    try:
-        yield
-    except LoadRefused as error:
-        console.print(f"[red]refused:[/red] {error}")
-        raise typer.Exit(code=1) from None
-    except (RunNotLoadable, _UserError) as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(code=2) from None
-    except (DatabaseError, EmbedderError) as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(code=3) from None

@@ -17,7 +17,10 @@ from typing import Annotated, Literal
 
 import typer
 
-from schemas.job import ApiVersion
+from firechunk.commands.checks import check_data_dir, check_url
+from firechunk.commands.exits import CommandError, debugging
+from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
+from schemas.job import ApiVersion, CrawlTarget
 
 # A fresh Prefect database is migrated when the temporary API first starts; on a small
 # machine that takes longer than Prefect's default wait of 20 s.
@@ -31,7 +34,6 @@ def rebuild(
             help="A saved crawl (Firecrawl's result shape, e.g. data/raw/<id>/crawl.json): "
             "rebuild from it with no network and no API key.",
             exists=True,  # checked before Prefect starts: a typo costs no API start-up
-            dir_okay=False,
         ),
     ] = None,
     site: Annotated[
@@ -115,6 +117,16 @@ def rebuild(
             "--allow-partial", help="Chunk a replayed crawl whose status is not 'completed'."
         ),
     ] = False,
+    max_failed_pages: Annotated[
+        float,
+        typer.Option(
+            "--max-failed-pages",
+            min=0.0,
+            max=1.0,
+            help="The largest share of pages that may fail page-level expectations and be "
+            "set aside (quarantined, their last good chunks kept) while the run publishes.",
+        ),
+    ] = DEFAULT_MAX_FAILED_PAGES,
 ) -> None:
     """Crawl (or replay), chunk, validate and publish: the rebuild flow, run locally."""
     os.environ.setdefault(
@@ -123,15 +135,13 @@ def rebuild(
     # The temporary API's telemetry has nowhere to go on an offline machine, and says so
     # with an ERROR line on every run.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from firechunk.crawl import CrawlError
-    from firechunk.crawlfile import CrawlFileError, read_crawl
-    from firechunk.publish import check_run_id
-    from firechunk.retention import check_keep
-    from firechunk.run.baseline import BaselineError
-    from firechunk.run.stages import RunSuperseded
-    from flows.rebuild import rebuild as rebuild_flow
-    from tasks.run import RunNotPublished
-    from tasks.runners import start_temporary_api
+    from firechunk.commands.rebuild_checks import (
+        blocks_may_exist,
+        check_secret_block,
+        key_is_missing,
+        missing_key,
+        quiet_known_tracebacks,
+    )
 
     parameters = {
         "site_url": site,
@@ -152,31 +162,67 @@ def rebuild(
         "load": load,
         "allow_shrink": allow_shrink,
         "allow_partial": allow_partial,
+        "max_failed_pages": max_failed_pages,
     }
-    try:  # before Prefect starts: a typo or a bad file costs no start-up
-        check_keep(keep_runs)
-        check_run_id(run_id)
-        if replay is not None:
-            read_crawl(replay, allow_partial=allow_partial)
-    except ValueError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=2) from None
+    # Before Prefect starts: a typo, a bad file or a missing key costs no start-up.
+    _check_inputs(keep_runs, run_id, replay, allow_partial, site, api_url, data_dir)
+    target = None if replay is not None else _crawl_target(site, include, exclude, limit)
+    key_missing = target is not None and key_is_missing(target, data_dir)
+    if key_missing and not blocks_may_exist():
+        raise missing_key(secret_block)
+    from flows.rebuild import rebuild as rebuild_flow
+    from tasks.runners import start_temporary_api
+
+    if not debugging():
+        quiet_known_tracebacks()
     start_temporary_api()  # from the main thread, which lives as long as the command
-    try:
-        result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})
-    except RunNotPublished as failed:
-        typer.echo(str(failed), err=True)
-        raise typer.Exit(code=1) from None
-    except RunSuperseded as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=1) from None
-    except BaselineError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=2) from None
-    except (CrawlError, CrawlFileError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=1 if isinstance(error, CrawlError) else 2) from None
+    if key_missing:
+        check_secret_block(secret_block)
+    # A crawl error, a refused publish or a bug: `firechunk.commands.exits` says it.
+    result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})
     from firechunk.publish import format_result
 
     typer.echo(format_result(result))
     typer.echo(f"outputs in {result.run_dir}/ (and {result.latest} -> that run)")
+
+
+def _check_inputs(
+    keep_runs: int,
+    run_id: str | None,
+    replay: Path | None,
+    allow_partial: bool,
+    site: str | None,
+    api_url: str | None,
+    data_dir: Path,
+) -> None:
+    """Every check that needs no Prefect, each failing as one line with exit status 2."""
+    from firechunk.crawlfile import read_crawl
+    from firechunk.publish import check_run_id
+    from firechunk.retention import check_keep
+
+    try:
+        check_keep(keep_runs)
+        check_run_id(run_id)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    if replay is not None:
+        read_crawl(replay, allow_partial=allow_partial)
+    elif site is not None:
+        check_url(site, "site URL")
+    if api_url is not None and replay is None:
+        check_url(api_url, "Firecrawl API URL")
+    check_data_dir(data_dir)
+
+
+def _crawl_target(
+    site: str | None, include: list[str] | None, exclude: list[str] | None, limit: int | None
+) -> CrawlTarget:
+    """The target the crawl flow will build from the same options (`flows.crawl`)."""
+    from flows.names import SUPABASE_DOCS
+
+    return CrawlTarget(
+        url=site or SUPABASE_DOCS,
+        include_paths=include or [],
+        exclude_paths=exclude or [],
+        limit=limit,
+    )

@@ -17,6 +17,14 @@ import requests
 import tenacity
 from urllib3.exceptions import NewConnectionError
 
+from firechunk.crawl.failures import (
+    NETWORK_KINDS,
+    failure_kind,
+    is_dns_failure,
+    os_reason,
+    what_failed,
+    where,
+)
 from firechunk.crawl.redact import redact
 
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -63,7 +71,15 @@ def retry_after_seconds(error: BaseException) -> float | None:
 
 
 def is_transient(error: BaseException) -> bool:
-    """Worth another try for a read: rate limits, server errors, timeouts, broken connections."""
+    """Worth another try for a read: rate limits, server errors, timeouts, broken connections.
+
+    Not a failed DNS lookup: the system resolver has already retried the query (resolv.conf
+    `attempts`, `timeout`) before it gave up, so what is left is a wrong host name or no
+    network, which a minute of backoff does not fix; saying so at once does. A nightly
+    flow still gets the crawl task's own retries (30 s, 120 s), which resume the job.
+    """
+    if is_dns_failure(error):
+        return False
     if isinstance(error, requests.Timeout | requests.ConnectionError):
         return True
     return status_of(error) in TRANSIENT_STATUS
@@ -85,17 +101,34 @@ def never_reached_firecrawl(error: BaseException) -> bool:
     return False
 
 
-def describe(error: BaseException, secret: str | None) -> str:
-    """A one-line account of a failed call, for reports, the job state and error messages.
+def worth_resending_start(error: BaseException) -> bool:
+    """A start call is resent only when no job can exist and another try can succeed."""
+    return never_reached_firecrawl(error) and not is_dns_failure(error)
+
+
+def describe(error: BaseException, secret: str | None, timeout: float | None = None) -> str:
+    """A one-line account of a failed call, for reports, the job state and error messages:
+    what failed (DNS, a refused connection, a timeout, an HTTP status) and the client's
+    exception type, never requests' "Max retries exceeded" wrapping of it.
 
     This is where a server's or the HTTP client's text enters firechunk, so it is redacted
     here, before it is cut short (a cut could leave part of the key, no longer recognised).
     """
     status = status_of(error)
-    kind = f"HTTP {status}" if status else type(error).__name__
-    lines = redact(str(error), secret).strip().splitlines()
-    text = lines[0].rstrip(" .") if lines else ""
-    return f"{kind}: {text[:200]}" if text else kind
+    kind = failure_kind(error, status)
+    text = _first_line(redact(str(error), secret))
+    if kind in NETWORK_KINDS:
+        words = what_failed(kind, where(error), timeout)
+        detail = (os_reason(error) or text[:120]) if kind == "connection" else ""
+        name = type(error).__name__
+        return redact(f"{words} ({name}: {detail})" if detail else f"{words} ({name})", secret)
+    label = f"HTTP {status}" if status else type(error).__name__
+    return f"{label}: {text[:200]}" if text else label
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0].rstrip(" .") if lines else ""
 
 
 class _WaitBackoffOrRetryAfter(tenacity.wait.wait_base):

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from firechunk.crawl.client import CrawlApi, StatusPage, make_api
 from firechunk.crawl.download import TERMINAL_STATUSES, PageLog, download_results
@@ -34,6 +35,7 @@ from firechunk.crawl.errors import (
     StartOutcomeUnknownError,
     TargetMismatchError,
 )
+from firechunk.crawl.failures import NETWORK_KINDS, advice, failure_kind
 from firechunk.crawl.jobstate import (
     CrawlPaths,
     check_safe_name,
@@ -50,6 +52,7 @@ from firechunk.crawl.retry import (
     never_reached_firecrawl,
     retrying,
     status_of,
+    worth_resending_start,
 )
 from firechunk.crawlfile import write_crawl
 from schemas.job import ApiVersion, CrawlJobState, CrawlTarget
@@ -103,6 +106,19 @@ def run_crawl(
     with crawl_lock(paths.lock_file(crawl_name)):
         run = _CrawlRun(crawl_name, target, settings or CrawlSettings(), paths, api_key, report)
         return run.run(recrawl)
+
+
+def needs_api_key(
+    target: CrawlTarget, data_dir: Path, name: str | None = None, recrawl: bool = False
+) -> bool:
+    """Whether `run_crawl` would call Firecrawl, and so need a key: a new job, or one not
+    yet downloaded. A downloaded crawl replays from disk; one that failed, expired or got
+    no answer to its start call is reported without a key."""
+    if recrawl:
+        return True
+    crawl_name = check_safe_name(name or default_name(target), "crawl name")
+    saved = load_state(CrawlPaths(Path(data_dir)).state_file(crawl_name))
+    return saved is None or saved.status in ("polling", "downloading")
 
 
 class _CrawlRun:
@@ -184,8 +200,10 @@ class _CrawlRun:
             return JobNotFoundError(state.error)
         state.error = self._describe(error)
         self._save(state)
+        tip = advice(failure_kind(error, status_of(error)), status_of(error))
         return CrawlError(
-            f"Firecrawl job {state.job_id}: {state.error}. The job state is kept in "
+            f"Firecrawl job {state.job_id}: {state.error}{'; ' + tip if tip else ''}. "
+            f"The job state is kept in "
             f"{self.state_file} ({state.pages_saved} pages saved); run again to resume."
         )
 
@@ -218,7 +236,7 @@ class _CrawlRun:
         """The new job's id; on failure, the state is put right and a CrawlError raised."""
         try:
             return self._call(
-                "start call", api.start, self.target, should_retry=never_reached_firecrawl
+                "start call", api.start, self.target, should_retry=worth_resending_start
             )
         except Exception as error:
             failure = self._start_failure(state, replacing, error)
@@ -235,7 +253,7 @@ class _CrawlRun:
                 self._save(replacing)
             else:
                 self.state_file.unlink(missing_ok=True)
-            return CrawlError(f"Firecrawl refused to start the crawl: {self._describe(error)}")
+            return CrawlError(self._not_started(error, status))
         state.error = f"the start call ended with {self._describe(error)}"
         self._save(state)
         return StartOutcomeUnknownError(f"{state.error}. {_START_UNKNOWN_ADVICE}")
@@ -358,7 +376,17 @@ class _CrawlRun:
         return policy(function, *args)
 
     def _describe(self, error: BaseException) -> str:
-        return describe(error, self._api_key)
+        return describe(error, self._api_key, self.settings.request_timeout)
+
+    def _not_started(self, error: BaseException, status: int | None) -> str:
+        """Why no job was started: Firecrawl not reached (and how), or its refusal."""
+        kind = failure_kind(error, status)
+        if kind in NETWORK_KINDS:
+            head = f"could not reach Firecrawl at {_origin(self.api_url)} to start the crawl"
+        else:
+            head = "Firecrawl refused to start the crawl"
+        tip = advice(kind, status)
+        return f"{head}: {self._describe(error)}" + (f"; {tip}" if tip else "")
 
     def _save(self, state: CrawlJobState) -> None:
         save_state(self.state_file, state)
@@ -391,6 +419,17 @@ _START_UNKNOWN_ADVICE = (
     "Firecrawl may or may not have created a job (and may be spending credits on it); "
     "check the active crawls of your account, then run with --recrawl to start a new job"
 )
+
+
+def _origin(url: str) -> str:
+    """scheme://host[:port] of an API URL: what a message may show of it (never a user or
+    password written into the URL)."""
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "the API URL"
+    return f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else "the API URL"
 
 
 def _job_id(state: CrawlJobState) -> str:

@@ -56,6 +56,11 @@ def write_page_files(
     ]
 
 
+def read_report(run_dir: Path) -> ChunkReport:
+    """The run's report.json (written again when validation set pages aside)."""
+    return ChunkReport.model_validate_json((Path(run_dir) / REPORT_JSON).read_bytes())
+
+
 def read_quarantine(run_dir: Path) -> list[QuarantineRecord]:
     path = Path(run_dir) / QUARANTINE_JSONL
     lines = path.read_bytes().splitlines() if path.is_file() else []

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:  # the CLI reads the default; only the validate stage needs the rest
+    import polars as pl
 
-from schemas.validation import ValidationOutcome
+    from schemas.validation import ValidationOutcome
 
 DEFAULT_MAX_FAILED_PAGES = 0.01  # a share of the run's pages
 

@@ -1,0 +1,358 @@
+"""Every failure a user can cause or meet is one line, with its documented exit code and no
+traceback; `--debug` shows the traceback. Network failures are made with real sockets: a
+name that cannot resolve, a closed port, a server that never answers, and the local
+Firecrawl-compatible server for HTTP statuses.
+
+The cases closest to the user (the DNS failure, `rebuild` without a key, `--debug`) run
+the installed `firechunk` in a subprocess; the others run the same app in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from firechunk.cli import app
+from firechunk.commands.exits import ExitCode, classify
+from firechunk.crawl.errors import CrawlError, MissingApiKeyError
+from firechunk.crawlfile import CrawlFileError, read_crawl
+from firechunk.run.memory import chunk_crawl
+from tests.crawl_fixtures import CANARY_KEY, served_pages
+from tests.firecrawl_server import FakeFirecrawl, Fault
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample" / "crawl.json"
+FIRECHUNK = Path(sys.executable).with_name("firechunk")
+SITE = "https://docs.example.com/"
+
+pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20")
+
+
+def _env(tmp_path: Path, key: str | None = CANARY_KEY) -> dict[str, str]:
+    """No inherited Firecrawl or Prefect settings; a Prefect home of the test's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FIRECRAWL_", "PREFECT_"))}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    env.pop("FIRECHUNK_DATA_DIR", None)
+    if key is not None:
+        env["FIRECRAWL_API_KEY"] = key
+    return env
+
+
+def _run(tmp_path: Path, *args: str, key: str | None = CANARY_KEY):
+    command = [str(FIRECHUNK)] if FIRECHUNK.exists() else [sys.executable, "-m", "firechunk.cli"]
+    return subprocess.run(
+        command + list(args),
+        env=_env(tmp_path, key),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _invoke(*args: str, key: str | None = CANARY_KEY):
+    env = {"FIRECRAWL_API_KEY": key or "", "FIRECHUNK_DATA_DIR": ""}
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def _one_line(stderr: str) -> str:
+    """The command's only line on stderr: the error, with no traceback around it."""
+    assert "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def _last_line(stderr: str) -> str:
+    """The error line after progress lines (a crawl reports its retries first)."""
+    assert "Traceback" not in stderr, stderr
+    return stderr.strip().splitlines()[-1]
+
+
+# -- checks before work --------------------------------------------------------------------
+
+
+@pytest.fixture
+def unwritable_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory this process cannot create files in. Permission bits do not stop root,
+    so root gets sysfs, where no one can create a file."""
+    if os.geteuid() == 0:
+        if not os.path.isdir("/sys/kernel") or os.access("/sys/kernel", os.W_OK) is False:
+            pytest.skip("no directory root cannot write to")
+        yield Path("/sys/kernel")
+        return
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    yield locked
+    locked.chmod(0o755)
+
+
+@pytest.mark.parametrize("command", ["crawl", "chunk"])
+def test_an_unwritable_data_directory_is_refused_before_any_work(command, unwritable_dir):
+    data_dir = unwritable_dir / "data"
+    args = [SITE] if command == "crawl" else [str(SAMPLE)]
+    result = _invoke(command, *args, "--data-dir", str(data_dir))
+    assert result.exit_code == ExitCode.BAD_INPUT
+    line = _one_line(result.stderr)
+    assert f"the data directory {data_dir}" in line and "not writable" in line, line
+
+
+def test_a_data_directory_that_is_a_file_is_refused(tmp_path: Path):
+    afile = tmp_path / "data"
+    afile.write_text("")
+    result = _invoke("chunk", str(SAMPLE), "--data-dir", str(afile))
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "is a file, not a directory" in _one_line(result.stderr)
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("docs.example.com", "must start with http:// or https://"),
+        ("ftp://docs.example.com/", "must start with http:// or https://"),
+        ("https://", "has no host name"),
+        ("https://docs.example.com:port/", "not a well-formed URL"),
+    ],
+)
+def test_a_malformed_site_url_is_refused(tmp_path: Path, url: str, said: str):
+    result = _invoke("crawl", url, "--data-dir", str(tmp_path))
+    assert result.exit_code == ExitCode.BAD_INPUT
+    line = _one_line(result.stderr)
+    assert "site URL" in line and said in line, line
+    assert not (tmp_path / "jobs").exists()
+
+
+def test_rebuild_refuses_a_malformed_site_or_api_url(tmp_path: Path):
+    site = _invoke("rebuild", "--site", "supabase.com/docs", "--data-dir", str(tmp_path))
+    assert site.exit_code == ExitCode.BAD_INPUT
+    assert "site URL 'supabase.com/docs'" in _one_line(site.stderr)
+    api = _invoke("rebuild", "--api-url", "http:///v2", "--data-dir", str(tmp_path))
+    assert api.exit_code == ExitCode.BAD_INPUT
+    assert "Firecrawl API URL" in _one_line(api.stderr)
+
+
+def test_pages_jsonl_and_a_directory_name_the_crawl_json_meant(tmp_path: Path):
+    raw = tmp_path / "raw" / "job"
+    raw.mkdir(parents=True)
+    pages = raw / "pages.jsonl"
+    pages.write_text('{"markdown": "a"}\n{"markdown": "b"}\n')  # several lines: not JSON
+    (raw / "crawl.json").write_text(SAMPLE.read_text())
+    for given, said in [
+        (pages, f"use crawl.json beside it ({raw / 'crawl.json'}, it is there)"),
+        (raw, f"is a directory, not a crawl file: give its crawl.json ({raw / 'crawl.json'})"),
+    ]:
+        result = _invoke("chunk", str(given), "--out", str(tmp_path / "out"))
+        assert result.exit_code == ExitCode.BAD_INPUT
+        assert said in _one_line(result.stderr)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ('{"data": ["a page?", 3]}', "not Firecrawl's crawl shape: data[0]: Input should be"),
+        ('{"pages": []}', "expected Firecrawl's crawl shape with a 'data' list"),
+    ],
+)
+def test_a_file_not_in_the_crawl_shape_is_one_line(tmp_path: Path, content: str, said: str):
+    path = tmp_path / "crawl.json"
+    path.write_text(content)
+    result = _invoke("chunk", str(path), "--out", str(tmp_path / "out"))
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert said in _one_line(result.stderr)
+
+
+def _crawl_without_markdown(tmp_path: Path, keep: int) -> Path:
+    """The sample crawl with all but `keep` pages' markdown swapped for html, as a crawl
+    run with `formats: ["html"]` returns them."""
+    crawl = json.loads(SAMPLE.read_text())
+    for page in crawl["data"][keep:]:
+        page["html"] = f"<p>{page.pop('markdown')[:40]}</p>"
+    path = tmp_path / f"crawl-{keep}.json"
+    path.write_text(json.dumps(crawl))
+    return path
+
+
+def test_a_crawl_run_without_the_markdown_format_is_one_sentence(tmp_path: Path):
+    path = _crawl_without_markdown(tmp_path, keep=0)
+    result = _invoke("chunk", str(path), "--out", str(tmp_path / "out"))
+    assert result.exit_code == ExitCode.BAD_INPUT
+    line = _one_line(result.stderr)
+    assert "carry no 'markdown'" in line and 'formats: ["markdown"]' in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_few_pages_without_markdown_stay_quarantines_of_their_own(tmp_path: Path):
+    pages = len(json.loads(SAMPLE.read_text())["data"])
+    crawl = read_crawl(_crawl_without_markdown(tmp_path, keep=pages - 1))  # one page lacks it
+    run = chunk_crawl(crawl)
+    assert [q.url for q in run.quarantine].count(crawl.data[-1].url) == 1
+    assert run.chunks  # the other pages were chunked
+    with pytest.raises(CrawlFileError, match="the markdown format"):
+        read_crawl(_crawl_without_markdown(tmp_path, keep=pages // 3))
+
+
+# -- the missing key -------------------------------------------------------------------------
+
+
+def test_rebuild_without_a_key_names_the_secret_block_and_the_variable(tmp_path: Path):
+    started = time.monotonic()
+    result = _run(tmp_path, "rebuild", "--data-dir", str(tmp_path / "data"), key=None)
+    seconds = time.monotonic() - started
+    assert result.returncode == ExitCode.BAD_INPUT, result.stderr
+    line = _one_line(result.stderr)
+    assert "'firecrawl-api-key'" in line and "Secret block" in line, line
+    assert "FIRECRAWL_API_KEY" in line, line
+    assert "temporary server" not in result.stdout + result.stderr  # Prefect never started
+    assert not (tmp_path / "data" / "runs").exists()
+    assert seconds < 40, seconds
+
+
+# -- network failures ------------------------------------------------------------------------
+
+
+def test_dns_failure_says_so_at_once(tmp_path: Path):
+    # Default retry settings: a DNS failure must not sit through 35 s of backoff.
+    started = time.monotonic()
+    result = _run(
+        tmp_path, "crawl", SITE, "--api-url", "http://no-such-host.invalid", "--data-dir", "data"
+    )
+    seconds = time.monotonic() - started
+    assert result.returncode == ExitCode.NETWORK, result.stderr
+    line = _one_line(result.stderr)  # not retried: no retry lines either
+    assert "could not reach Firecrawl" in line, line
+    assert "DNS lookup of no-such-host.invalid failed" in line, line
+    assert "refused" not in line, line
+    assert seconds < 20, seconds  # the interpreter's start-up, not retries
+    assert not (tmp_path / "data" / "jobs" / "docs-example-com.json").exists()
+
+
+def test_debug_shows_the_traceback_with_the_same_exit_code(tmp_path: Path):
+    result = _run(tmp_path, "--debug", "crawl", SITE, "--api-url", "http://no-such-host.invalid")
+    assert result.returncode == ExitCode.NETWORK
+    assert "Traceback (most recent call last)" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: could not reach Firecrawl")
+    assert CANARY_KEY not in result.stderr + result.stdout
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_connection_refused_says_so(tmp_path: Path):
+    port = _closed_port()
+    url = f"http://127.0.0.1:{port}"
+    result = _invoke(
+        "crawl", SITE, "--api-url", url, "--data-dir", str(tmp_path), "--retry-wait", "0.01"
+    )
+    assert result.exit_code == ExitCode.NETWORK
+    line = _last_line(result.stderr)
+    assert f"connection to 127.0.0.1:{port} refused" in line and "nothing listens" in line, line
+    assert not (tmp_path / "jobs" / "docs-example-com.json").exists()
+
+
+def test_a_server_that_never_answers_is_a_timeout(tmp_path: Path):
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # the kernel accepts the connection; nobody ever answers
+        port = silent.getsockname()[1]
+        result = _invoke(
+            "crawl", SITE, "--api-url", f"http://127.0.0.1:{port}", "--data-dir", str(tmp_path),
+            "--request-timeout", "0.3",
+        )  # fmt: skip
+    assert result.exit_code == ExitCode.NETWORK
+    line = _one_line(result.stderr)
+    assert f"no answer from 127.0.0.1:{port} within 0.3 s (ReadTimeout)" in line, line
+    assert "may or may not have created a job" in line, line  # the start call is not resent
+
+
+@pytest.mark.parametrize(
+    ("status", "advice"),
+    [(401, "check the Firecrawl API key"), (402, "no credits left"), (404, "check the API URL")],
+)
+def test_an_http_status_is_named_with_its_code(tmp_path: Path, status: int, advice: str):
+    with FakeFirecrawl(served_pages(), api_key=CANARY_KEY) as server:
+        server.add_faults("start", Fault(status=status, echo_auth=True))
+        result = _invoke("crawl", SITE, "--api-url", server.base_url, "--data-dir", str(tmp_path))
+    assert result.exit_code == ExitCode.NETWORK
+    line = _one_line(result.stderr)
+    assert f"Firecrawl refused to start the crawl: HTTP {status}" in line and advice in line
+    assert CANARY_KEY not in result.output  # the server echoed it; redacted
+
+
+def test_a_failing_poll_names_the_status_and_keeps_the_job(tmp_path: Path):
+    with FakeFirecrawl(served_pages(), api_key=CANARY_KEY, scraping_polls=1) as server:
+        server.add_faults("status", *[Fault(status=500)] * 2)
+        result = _invoke(
+            "crawl", SITE, "--api-url", server.base_url, "--data-dir", str(tmp_path),
+            "--retries", "2", "--retry-wait", "0.01", "--poll-interval", "0.01",
+        )  # fmt: skip
+    assert result.exit_code == ExitCode.NETWORK
+    line = _last_line(result.stderr)
+    assert "HTTP 500" in line and "run again to resume" in line, line
+
+
+# -- exit codes --------------------------------------------------------------------------------
+
+
+def test_internal_errors_exit_4_and_save_their_traceback(monkeypatch, tmp_path: Path):
+    def broken(*args, **kwargs):
+        raise KeyError(f"bug with {CANARY_KEY} in it")
+
+    monkeypatch.setattr("firechunk.commands.crawl.run_crawl", broken)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the traceback is saved here
+    result = _invoke("crawl", SITE, "--data-dir", str(tmp_path / "data"))
+    assert result.exit_code == ExitCode.INTERNAL
+    line = _one_line(result.stderr)
+    assert line.startswith("internal error (a bug in firechunk): KeyError"), line
+    saved = Path(line.rsplit("the traceback is in ", 1)[1])
+    assert saved.parent == tmp_path
+    assert "Traceback" in saved.read_text() and "broken" in saved.read_text()
+    assert CANARY_KEY not in result.output + saved.read_text()
+
+    shown = _invoke("--debug", "crawl", SITE, "--data-dir", str(tmp_path / "data"))
+    assert shown.exit_code == ExitCode.INTERNAL and "Traceback" in shown.stderr
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (CrawlError("HTTP 503"), ExitCode.NETWORK),
+        (MissingApiKeyError("no key"), ExitCode.BAD_INPUT),
+        (CrawlFileError("not JSON"), ExitCode.BAD_INPUT),
+        (ValueError("a bug"), None),
+    ],
+)
+def test_known_errors_map_to_their_exit_codes(error, code):
+    found = classify(error)
+    assert (found[0] if found else None) == code
+
+
+def test_validation_failure_and_refusals_exit_1():
+    from firechunk.db.load import LoadRefused
+    from firechunk.run.stages import RunSuperseded
+
+    assert classify(LoadRefused("would delete 40 %"))[0] == ExitCode.FAILED
+    assert classify(RunSuperseded("latest moved"))[0] == ExitCode.FAILED
+
+
+def test_help_documents_the_exit_codes():
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    for words in ["0 ok", "1 validation failed or publish refused", "2 bad input or usage"]:
+        assert words in text
+    assert "3 crawl or network" in text and "4 internal error" in text

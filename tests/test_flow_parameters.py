@@ -1,0 +1,23 @@
+"""Every flow parameter is described, so the deployment's run form explains itself.
+
+Prefect builds each parameter's description on the run form from the `Args:` section of
+the flow's docstring; a parameter without a line there shows as a bare name.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from flows.chunk import chunk
+from flows.crawl import crawl
+from flows.rebuild import rebuild
+from flows.validate_publish import validate_publish
+
+
+@pytest.mark.parametrize("flow", [rebuild, crawl, chunk, validate_publish], ids=lambda f: f.name)
+def test_every_flow_parameter_has_a_description(flow):
+    described = flow.parameters.model_dump()["properties"]
+    for name in inspect.signature(flow.fn).parameters:
+        assert described[name].get("description"), f"{flow.name}: {name} has no Args line"
