@@ -66,6 +66,7 @@ def make_task_runner(
                 "threads_per_worker": 1,
                 "processes": True,
                 "dashboard_address": "127.0.0.1:0",  # loopback, any free port
+                "preload": ["tasks.dask_preload"],  # workers die with this process
             },
         )
     raise ValueError(f"unknown task runner {kind!r}: use 'process' or 'dask'")

@@ -106,11 +106,24 @@ def command(args: list[str], env: dict[str, str], log: Path) -> Iterator[subproc
         cli.wait()
 
 
-def kill_while_chunking(cli: subprocess.Popen, log: Path) -> tuple[list[str], list[str]]:
-    """SIGKILL the command once a chunking worker runs; return what ran then and what is
-    left `GRACE` seconds later (in its process group, or recorded before the kill)."""
+def dask_workers_of(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """The workers of a local Dask cluster: spawned (a fresh interpreter), not forked."""
+    found = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            if "spawn_main" in " ".join(process.cmdline()):
+                found.append(process)
+    return found if len(found) >= 2 else []
+
+
+def kill_while_chunking(
+    cli: subprocess.Popen, log: Path, workers=workers_of
+) -> tuple[list[str], list[str]]:
+    """SIGKILL the command once a chunking worker runs (`workers` finds them); return what
+    ran then and what is left `GRACE` seconds later (in its process group, or recorded
+    before the kill)."""
     deadline = time.monotonic() + WORKER_TIMEOUT
-    while not workers_of(running := in_group(cli.pid)):
+    while not workers(running := in_group(cli.pid)):
         assert cli.poll() is None, f"exited {cli.returncode} before chunking:\n{log.read_text()}"
         assert time.monotonic() < deadline, f"no worker after {WORKER_TIMEOUT:.0f} s"
         time.sleep(0.05)
@@ -166,6 +179,22 @@ def test_nothing_the_rebuild_started_outlives_a_sigkill(migrated_prefect_home, t
 
     assert any("uvicorn" in line for line in running), running  # the temporary API ran
     assert any("forkserver" in line for line in running), running
+    assert left == [], f"left running after a SIGKILL of the command: {left}"
+
+
+@linux_only
+def test_nothing_a_local_dask_cluster_started_outlives_a_sigkill(migrated_prefect_home, tmp_path):
+    """`--task-runner dask` without an address starts a local cluster: its spawned workers
+    and their resource tracker go with the command too."""
+    crawl = big_crawl(tmp_path / "crawl.json", copies=200)
+    env = prefect_env(migrated_prefect_home)
+    args = ["rebuild", "--replay", str(crawl), "--data-dir", str(tmp_path / "data")]
+    log = tmp_path / "rebuild.log"
+
+    with command([*args, "--task-runner", "dask", "--workers", "2"], env, log) as cli:
+        running, left = kill_while_chunking(cli, log, dask_workers_of)
+
+    assert sum("spawn_main" in line for line in running) >= 2, running
     assert left == [], f"left running after a SIGKILL of the command: {left}"
 
 
