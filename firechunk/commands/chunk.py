@@ -11,10 +11,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from firechunk.commands.checks import check_data_dir, check_writable_dir
 from firechunk.commands.exits import CommandError, ExitCode
+from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
 from firechunk.crawlfile import read_crawl
 from firechunk.run.write import read_quarantine
 from firechunk.tokens import DEFAULT_ENCODING
-from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
 from schemas.report import ChunkReport
 
 console = Console(stderr=True, soft_wrap=True)  # long paths stay whole in logs
@@ -53,16 +53,7 @@ def chunk(
         bool,
         typer.Option("--allow-partial", help="Chunk a crawl whose status is not 'completed'."),
     ] = False,
-    max_failed_pages: Annotated[
-        float,
-        typer.Option(
-            "--max-failed-pages",
-            min=0.0,
-            max=1.0,
-            help="The largest share of pages that may fail page-level expectations and be "
-            "set aside (quarantined, their last good chunks kept) while the run publishes.",
-        ),
-    ] = DEFAULT_MAX_FAILED_PAGES,
+    max_failed_pages: MaxFailedPages = DEFAULT_MAX_FAILED_PAGES,
 ) -> None:
     """Chunk every page of CRAWL_FILE, validate the chunks, and publish them as data/latest.
 

@@ -19,7 +19,7 @@ import typer
 
 from firechunk.commands.checks import check_data_dir, check_url
 from firechunk.commands.exits import CommandError, debugging
-from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
+from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
 from schemas.job import ApiVersion, CrawlTarget
 
 # A fresh Prefect database is migrated when the temporary API first starts; on a small
@@ -117,16 +117,7 @@ def rebuild(
             "--allow-partial", help="Chunk a replayed crawl whose status is not 'completed'."
         ),
     ] = False,
-    max_failed_pages: Annotated[
-        float,
-        typer.Option(
-            "--max-failed-pages",
-            min=0.0,
-            max=1.0,
-            help="The largest share of pages that may fail page-level expectations and be "
-            "set aside (quarantined, their last good chunks kept) while the run publishes.",
-        ),
-    ] = DEFAULT_MAX_FAILED_PAGES,
+    max_failed_pages: MaxFailedPages = DEFAULT_MAX_FAILED_PAGES,
 ) -> None:
     """Crawl (or replay), chunk, validate and publish: the rebuild flow, run locally."""
     os.environ.setdefault(

@@ -1,0 +1,22 @@
+"""Options that more than one sub-command takes, declared once."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
+
+MaxFailedPages = Annotated[
+    float,
+    typer.Option(
+        "--max-failed-pages",
+        min=0.0,
+        max=1.0,
+        help="The largest share of pages that may fail page-level expectations and be "
+        "set aside (quarantined, their last good chunks kept) while the run publishes.",
+    ),
+]
+
+__all__ = ["DEFAULT_MAX_FAILED_PAGES", "MaxFailedPages"]
