@@ -62,6 +62,7 @@ def test_spa_reference_urls_yield_one_page():
         assert len(chunk.metadata.aliases) == 48
 
 
+@needs_corpus
 @pytest.mark.parametrize(
     ("section", "slug"),
     [

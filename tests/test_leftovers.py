@@ -33,6 +33,9 @@ linux_only = pytest.mark.skipif(
 
 WORKER_TIMEOUT = 120.0  # a loaded machine starts Prefect's API slowly
 GRACE = 3.0  # seconds the kernel is given to end what the command left
+# A child younger than this may be a fork about to exec another program (it shows its
+# parent's command line until then), not a worker.
+SETTLED = 0.5
 
 
 def big_crawl(path: Path, copies: int) -> Path:
@@ -72,7 +75,8 @@ def workers_of(processes: list[psutil.Process]) -> list[psutil.Process]:
     for process in processes:
         with contextlib.suppress(psutil.Error):
             parent = by_pid.get(process.ppid())
-            if parent is not None and process.cmdline() == parent.cmdline():
+            settled = time.time() - process.create_time() > SETTLED
+            if parent is not None and settled and process.cmdline() == parent.cmdline():
                 workers.append(process)
     return workers
 
