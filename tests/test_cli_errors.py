@@ -238,6 +238,21 @@ def test_dns_failure_says_so_at_once(tmp_path: Path):
     assert not (tmp_path / "data" / "jobs" / "docs-example-com.json").exists()
 
 
+def test_rebuild_checks_the_api_host_before_prefect_starts(tmp_path: Path):
+    # The flow's crawl task is retried by Prefect for minutes; the name is checked first.
+    started = time.monotonic()
+    result = _run(
+        tmp_path, "rebuild", "--site", SITE, "--api-url", "http://no-such-host.invalid",
+        "--data-dir", "data",
+    )  # fmt: skip
+    seconds = time.monotonic() - started
+    assert result.returncode == ExitCode.NETWORK, result.stderr
+    line = _one_line(result.stderr)
+    assert "DNS lookup of no-such-host.invalid failed" in line, line
+    assert "temporary server" not in result.stdout + result.stderr  # Prefect never started
+    assert seconds < 20, seconds
+
+
 def test_debug_shows_the_traceback_with_the_same_exit_code(tmp_path: Path):
     result = _run(tmp_path, "--debug", "crawl", SITE, "--api-url", "http://no-such-host.invalid")
     assert result.returncode == ExitCode.NETWORK

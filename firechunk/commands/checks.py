@@ -7,11 +7,12 @@ a crawl's credits or a run's chunking that is then thrown away at its first writ
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from firechunk.commands.exits import CommandError
+from firechunk.commands.exits import CommandError, ExitCode
 
 DATA_DIR_HINT = "choose another with --data-dir or FIRECHUNK_DATA_DIR"
 
@@ -31,6 +32,21 @@ def check_url(url: str, what: str) -> str:
         )
     if not host:
         raise CommandError(f"the {what} {url!r} has no host name")
+    return url
+
+
+def check_resolves(url: str, what: str) -> str:
+    """`url` if its host name resolves. Said at once, before a flow whose crawl task Prefect
+    retries for minutes: a name that does not resolve now is a typo or no network."""
+    host = urlsplit(url).hostname or ""
+    try:
+        socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError) as error:
+        raise CommandError(
+            f"the {what} {url!r} does not resolve: DNS lookup of {host} failed ({error}); "
+            "check the host name and this machine's network",
+            ExitCode.NETWORK,
+        ) from None
     return url
 
 

@@ -17,9 +17,10 @@ from typing import Annotated, Literal
 
 import typer
 
-from firechunk.commands.checks import check_data_dir, check_url
+from firechunk.commands.checks import check_data_dir, check_resolves, check_url
 from firechunk.commands.exits import CommandError, debugging
 from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
+from firechunk.crawl.runner import DEFAULT_API_URL
 from schemas.job import ApiVersion, CrawlTarget
 
 # A fresh Prefect database is migrated when the temporary API first starts; on a small
@@ -161,6 +162,8 @@ def rebuild(
     key_missing = target is not None and key_is_missing(target, data_dir)
     if key_missing and not blocks_may_exist():
         raise missing_key(secret_block)
+    if target is not None:  # Prefect would retry the crawl task for minutes on a bad name
+        check_resolves(api_url or DEFAULT_API_URL, "Firecrawl API URL")
     from flows.rebuild import rebuild as rebuild_flow
     from tasks.runners import start_temporary_api
 
@@ -200,8 +203,8 @@ def _check_inputs(
         read_crawl(replay, allow_partial=allow_partial)
     elif site is not None:
         check_url(site, "site URL")
-    if api_url is not None and replay is None:
-        check_url(api_url, "Firecrawl API URL")
+    if replay is None:
+        check_url(api_url or DEFAULT_API_URL, "Firecrawl API URL")
     check_data_dir(data_dir)
 
 
