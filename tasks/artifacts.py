@@ -232,8 +232,7 @@ def outputs_markdown(result: PublishResult) -> str:
 
 
 def _cell(value: object, limit: int = 120) -> str:
-    text = str(value).replace("|", "\\|").replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return _clip(str(value).replace("|", "\\|").replace("\n", " "), limit)
 
 
 def added_rows(pages: list[PageChange]) -> list[dict[str, Any]]:
