@@ -4,6 +4,11 @@ Written into every run directory by the write stage. Apply `delete` and `upsert`
 in this run's `chunks.parquet` / `chunks.json`) to a database that holds the run named
 `baseline`, and it holds this run. With `baseline` null there was no good run to compare
 with: every chunk of the run is in `upsert` and nothing is deleted.
+
+With `full_replacement` true the baseline's chunks could not be verified against its
+manifest.json, so nothing is known of what the database holds: `upsert` has every chunk of
+the run, `delete` is empty, and a consumer deletes every chunk it holds for the site that
+is not in `upsert`.
 """
 
 from __future__ import annotations
@@ -49,6 +54,15 @@ class ChangeSet(BaseModel):
     delete: list[str] = Field(
         default_factory=list, description="Chunk ids of the baseline that this run no longer has."
     )
+    full_replacement: bool = Field(
+        default=False,
+        description="True when the baseline's chunk files do not match its manifest.json "
+        "(or it has none): `upsert` holds every chunk of the run and `delete` is empty. "
+        "Delete every chunk held for the site that is not in `upsert`, then upsert.",
+    )
+    full_replacement_reason: str | None = Field(
+        default=None, description="Which baseline file could not be verified, and why."
+    )
     pages_added: list[PageChange] = Field(default_factory=list)
     pages_changed: list[PageChange] = Field(
         default_factory=list, description="Same URL, other content or status."
@@ -59,7 +73,8 @@ class ChangeSet(BaseModel):
     def empty(self) -> bool:
         """Nothing for the database to do, and no page came, went or changed."""
         return not (
-            self.upsert
+            self.full_replacement
+            or self.upsert
             or self.delete
             or self.pages_added
             or self.pages_changed

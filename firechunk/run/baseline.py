@@ -10,6 +10,7 @@ rules:
 - The files must be the ones published (`firechunk.run.manifest`): if any is missing or
   changed, nothing is reused from the baseline's page cache (every page is chunked again),
   and the run's report and log say which files. `--full` never reads that cache at all.
+  The change set reads only chunk files that still match (`firechunk.run.changes`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import orjson
 
 from firechunk.publish import LATEST, STATUS_JSON, read_status
-from firechunk.run.manifest import damaged_files
+from firechunk.run.manifest import MANIFEST_JSON, damaged_files
 from firechunk.run.rows import page_url
 from firechunk.run.write import CHUNKS_JSON
 from schemas.chunk import Chunk
@@ -66,6 +67,18 @@ def find_baseline(data_dir: Path) -> Baseline | None:
     if status.status != "passed":
         raise BaselineError(f"{status_file} says {status.status}, not passed: {WAY_OUT}")
     return Baseline(status.run_id, run_dir, tuple(damaged_files(run_dir)))
+
+
+def published_digests(run_dir: Path) -> dict[str, str] | None:
+    """File name -> the sha256 the run's manifest.json recorded as it was published; None
+    when there is no readable manifest, and then none of the run's files can be verified."""
+    try:
+        recorded = orjson.loads((Path(run_dir) / MANIFEST_JSON).read_bytes())["files"]
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    if not isinstance(recorded, dict):
+        return None
+    return {name: sha for name, sha in recorded.items() if isinstance(sha, str)}
 
 
 def damage_warning(baseline_id: str, damaged: tuple[str, ...]) -> str:

@@ -2,27 +2,37 @@
 
 Chunks are compared by id and by the sha256 of their line in `chunks.json`: an id that is
 new, or whose row differs in any field (an overlap or a position that moved while the text
-stayed), is an upsert; an id of the baseline that the run no longer has is a delete. A
-baseline written before change sets existed has no row digests: then every chunk of the
-run is an upsert (never wrong for a database, only more work), and deletes are still exact.
+stayed), is an upsert; an id of the baseline that the run no longer has is a delete.
+
+Only baseline files that match its manifest.json are read for that (`verified_chunk_rows`):
+a delete or a skipped upsert computed from a file edited after publication leaves the
+database out of step with the run, silently. The row digests come from the baseline's page
+cache when the manifest covers it; otherwise every chunk of the run is an upsert (never
+wrong for a database, only more work) and deletes come from the verified chunks.json. With
+no manifest, or a chunk file a loader reads that is not as published, nothing about the
+baseline's chunks is known: the change set is a full replacement (`ChangeSet`).
 
 Pages are compared by canonical URL, status and content (a polars join of this run's pages
 table with the baseline's `pages.parquet`): a quarantined page has no cleaned content, so
-its raw markdown hash stands for it.
+its raw markdown hash stands for it. The page lists tell people (and the shrink guard) what
+changed; the database acts on chunk ids alone.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import polars as pl
 
 from firechunk.atomic import write_json
-from firechunk.run.baseline import WAY_OUT, BaselineError
+from firechunk.run.baseline import WAY_OUT, BaselineError, published_digests
 from firechunk.run.cache import STATE_FILE, read_chunk_rows
-from firechunk.run.write import CHUNKS_PARQUET, PAGES_PARQUET
+from firechunk.run.manifest import MANIFEST_JSON
+from firechunk.run.write import CHUNKS_JSON, CHUNKS_PARQUET, PAGES_PARQUET
 from schemas.changes import ChangeSet, PageChange
 from schemas.report import PageRecord
 
@@ -40,12 +50,19 @@ def change_set(
     pages_rechunked: int,
     pages_reused: int,
 ) -> ChangeSet:
-    """Compare the run's chunk rows and pages with those of `baseline` (id, run dir), of
-    whose files `baseline_damaged` changed since it was published."""
+    """Compare the run's chunk rows and pages with those of `baseline` (id, run dir).
+
+    `baseline_damaged` is what the run found as it started; the baseline's chunk files are
+    checked against its manifest again as they are read, so one changed since counts too.
+    """
     before_rows: dict[str, str | None] = {}
+    distrust: str | None = None
     before_pages = _versions(pl.DataFrame(schema=_PAGE_COLUMNS))
     if baseline is not None:
-        before_rows = baseline_chunk_rows(baseline[1], baseline_damaged)
+        try:
+            before_rows = verified_chunk_rows(baseline[1])
+        except Unverified as why:
+            distrust = f"baseline run {baseline[0]}: {why}"
         pages_file = Path(baseline[1]) / PAGES_PARQUET
         before_pages = _versions(
             _read_baseline(
@@ -72,6 +89,8 @@ def change_set(
         pages_reused=pages_reused,
         upsert=[cid for cid, sha in chunk_rows.items() if before_rows.get(cid) != sha],
         delete=[cid for cid in before_rows if cid not in chunk_rows],
+        full_replacement=distrust is not None,
+        full_replacement_reason=distrust,
         pages_added=_page_changes(added, before=False),
         pages_changed=_page_changes(changed),
         pages_removed=_page_changes(removed, now=False),
@@ -132,6 +151,85 @@ def write_changes(run_dir: Path, changes: ChangeSet) -> Path:
 
 def read_changes(run_dir: Path) -> ChangeSet:
     return ChangeSet.model_validate_json((Path(run_dir) / CHANGES_JSON).read_bytes())
+
+
+class Unverified(Exception):
+    """The baseline's chunks cannot be told from files its manifest vouches for; the
+    message says which file and why."""
+
+
+def verified_chunk_rows(run_dir: Path) -> dict[str, str | None]:
+    """Chunk id -> row digest of a published run, read only from files its manifest.json
+    vouches for; digest None (the chunk is then an upsert) when the page cache is not
+    covered by it. Unverified when the chunk ids themselves cannot be.
+
+    A database holds what a loader read from chunks.json or chunks.parquet, so both must be
+    as published: were either edited, the database may hold that version or the published
+    one, and no diff is right for both."""
+    recorded = published_digests(run_dir)
+    if recorded is None:
+        raise Unverified(f"its {MANIFEST_JSON} is missing or unreadable: no file can be verified")
+    _check(Path(run_dir) / CHUNKS_PARQUET, recorded)
+    state = Path(run_dir) / STATE_FILE
+    if _matches(state, recorded):
+        _check(Path(run_dir) / CHUNKS_JSON, recorded)
+        try:
+            return dict(read_chunk_rows(state))
+        except sqlite3.Error:
+            pass  # a cache without chunk digests: the ids come from chunks.json
+    return _chunk_ids(Path(run_dir) / CHUNKS_JSON, recorded)
+
+
+def _matches(path: Path, recorded: dict[str, str]) -> bool:
+    """Whether the manifest records `path` and it still has that sha256."""
+    return path.name in recorded and _sha256(path) == recorded[path.name]
+
+
+def _check(path: Path, recorded: dict[str, str]) -> None:
+    """Unverified unless `path` has the sha256 the manifest records for it."""
+    if path.name not in recorded:
+        raise Unverified(f"its {MANIFEST_JSON} does not record {path.name}")
+    if not _matches(path, recorded):
+        raise Unverified(_changed(path.name))
+
+
+def _chunk_ids(path: Path, recorded: dict[str, str]) -> dict[str, None]:
+    """The chunk ids of a `chunks.json` (one row a line), hashed as they are read, so the
+    ids returned are those of the bytes checked against the manifest."""
+    if path.name not in recorded:
+        raise Unverified(f"its {MANIFEST_JSON} does not record {path.name}")
+    digest = hashlib.sha256()
+    ids: dict[str, None] = {}
+    readable = True
+    try:
+        with open(path, "rb") as handle:
+            for line in handle:
+                digest.update(line)
+                row = line.rstrip(b"\n").removesuffix(b",")
+                if readable and row not in (b"[", b"]"):
+                    try:
+                        ids[orjson.loads(row)["chunk_id"]] = None
+                    except (orjson.JSONDecodeError, KeyError, TypeError):
+                        readable = False
+    except OSError:
+        raise Unverified(_changed(path.name)) from None
+    if digest.hexdigest() != recorded[path.name]:
+        raise Unverified(_changed(path.name))
+    if not readable:
+        raise Unverified(f"its {path.name} is not one chunk row a line")
+    return ids
+
+
+def _changed(name: str) -> str:
+    return f"its {name} is missing or changed since it was published ({MANIFEST_JSON})"
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def baseline_chunk_rows(run_dir: Path, damaged: tuple[str, ...] = ()) -> dict[str, str | None]:
