@@ -14,7 +14,7 @@ import typer
 from firechunk.commands.automations import automations
 from firechunk.commands.chunk import chunk
 from firechunk.commands.crawl import crawl
-from firechunk.commands.database import load, search
+from firechunk.commands.database import collections, load, search
 from firechunk.commands.exits import EXIT_CODES_HELP, handled, set_debug
 from firechunk.commands.rebuild import rebuild
 from firechunk.commands.runs import runs
@@ -50,7 +50,7 @@ def main(
     set_debug(debug)
 
 
-for command in (crawl, chunk, rebuild, load, search, runs, automations):
+for command in (crawl, chunk, rebuild, load, search, collections, runs, automations):
     app.command(epilog=EXIT_CODES_HELP)(handled(command))
 
 

@@ -50,6 +50,7 @@ def rebuild(
     full: bool = False,
     keep_runs: int = 14,
     load: bool = False,
+    collection: str | None = None,
     embedder: EmbedderName = "local",
     embedding_model: str | None = None,
     embedding_dimensions: int | None = None,
@@ -95,8 +96,10 @@ def rebuild(
         embedding_dimensions: The vector size asked of the "openai" embedder; empty for the
             model's own.
         embedding_base_url: The OpenAI-compatible API's base URL; empty for OpenAI's.
+        collection: The database collection (doc set) to load into; empty for the one the
+            run names, its host and path.
         allow_shrink: Publish a run that drops over 20 % of the last good run's pages or
-            chunks, and load one that deletes over 20 % of the database's rows.
+            chunks, and load one that shrinks its collection by over 20 % (net).
         db_secret_block: The Prefect Secret block holding the database URL; without it,
             FIRECHUNK_DB_URL, else an embedded Postgres under `data_dir`.
         allow_partial: Rebuild from a replayed crawl whose status is not "completed".
@@ -147,6 +150,7 @@ def rebuild(
             embedding_dimensions,
             embedding_base_url,
             allow_shrink,
+            collection=collection,
             db_secret_block=db_secret_block,
         )
     return result

@@ -70,6 +70,11 @@ class ChunkReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     encoding: str = "cl100k_base"
     seconds: float = 0.0
+    collection: str | None = Field(
+        default=None,
+        description="The vector database collection the run loads into by default "
+        "(`firechunk.run.collection`).",
+    )
 
 
 class HeadingRecord(BaseModel):

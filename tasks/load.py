@@ -3,8 +3,12 @@
 The database URL comes from a Prefect Secret block (default `firechunk-db-url`), else
 FIRECHUNK_DB_URL, else the embedded Postgres under the data directory; an `openai`
 embedder's key from the Secret block `openai-api-key`, else OPENAI_API_KEY. Neither value
-is logged, only where it came from. The dashboard gets a `load` artifact: rows inserted,
-updated, deleted, embedded, and seconds.
+is logged, only where it came from. The dashboard gets a `load` artifact: the collection,
+rows inserted, updated, deleted, embedded, and seconds.
+
+The flow loads the run it just published, and only while that run is still `latest`: a
+manual rebuild that published a newer run meanwhile loads that one, and this load steps
+aside (a warning and a `load` artifact saying so, not a failure).
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ from pathlib import Path
 from typing import Literal
 
 from prefect import get_run_logger, task
-from prefect.artifacts import create_table_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from firechunk.db.connect import DB_URL_ENV, connect, redact
-from firechunk.db.load import DEFAULT_MAX_SHRINK, LoadResult, load_run
+from firechunk.db.embedded import CLUSTER_DIR
+from firechunk.db.failures import explained
+from firechunk.db.load import DEFAULT_MAX_SHRINK, LoadResult, LoadSuperseded, load_run
 from firechunk.db.runs import published_run
 from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
 from tasks.secrets import secret_or_env
@@ -39,9 +45,11 @@ def load_database(
     embedding_base_url: str | None = None,
     allow_shrink: bool = False,
     max_shrink: float = DEFAULT_MAX_SHRINK,
+    collection: str | None = None,
     db_secret_block: str = DB_SECRET_BLOCK,
-) -> LoadResult:
-    """Make the database hold exactly run `run_id` of `data_dir` (see `firechunk.db.load`)."""
+) -> LoadResult | None:
+    """Make the run's collection hold exactly run `run_id` of `data_dir` (see
+    `firechunk.db.load`); None when a newer run was published meanwhile."""
     logger = get_run_logger()
     url, source = secret_or_env(db_secret_block, DB_URL_ENV)
     logger.info(
@@ -51,22 +59,29 @@ def load_database(
     built = make_embedder(embedder, **_embedder_options(
         embedder, embedding_model, embedding_dimensions, embedding_base_url
     ))  # fmt: skip
-    run = published_run(Path(data_dir), run_id)
-    with connect(url, Path(data_dir)) as conn:
-        conn.autocommit = True
-        result = load_run(
-            conn,
-            run,
-            built,
-            allow_shrink=allow_shrink,
-            max_shrink=max_shrink,
-            say=lambda message: logger.info("%s", redact(message)),
-            progress=_progress_logger(),
-        )
+    run = published_run(Path(data_dir), run_id, collection)
+    embedded = None if url else Path(data_dir) / CLUSTER_DIR
+    try:
+        with connect(url, Path(data_dir)) as conn, explained(embedded):
+            conn.autocommit = True
+            result = load_run(
+                conn,
+                run,
+                built,
+                allow_shrink=allow_shrink,
+                max_shrink=max_shrink,
+                only_if_latest=True,
+                say=lambda message: logger.info("%s", redact(message)),
+                progress=_progress_logger(),
+            )
+    except LoadSuperseded as newer:
+        logger.warning("not loaded: %s", newer)
+        create_markdown_artifact(f"Not loaded: {newer}", key=LOAD_KEY)
+        return None
     logger.info(
-        "run %s loaded: %d inserted, %d updated, %d deleted, %d embedded in %.1f s",
-        result.run_id, result.inserted, result.updated, result.deleted, result.embedded,
-        result.seconds,
+        "run %s loaded into %s: %d inserted, %d updated, %d deleted, %d embedded in %.1f s",
+        result.run_id, result.collection, result.inserted, result.updated, result.deleted,
+        result.embedded, result.seconds,
     )  # fmt: skip
     create_table_artifact(load_rows(result), key=LOAD_KEY, description="What the load changed")
     return result
@@ -98,6 +113,7 @@ def _progress_logger():
 def load_rows(result: LoadResult) -> list[dict]:
     """The load artifact's table: numbers as numbers."""
     return [
+        {"figure": "collection", "value": result.collection},
         {"figure": "rows inserted", "value": result.inserted},
         {"figure": "rows updated", "value": result.updated},
         {"figure": "rows deleted", "value": result.deleted},

@@ -120,12 +120,11 @@ def run_texts(data_dir: Path, run_id: str) -> dict[str, str]:
     return {c.chunk_id: c.text for c in published_run(data_dir, run_id).chunks}
 
 
-def load(url, data_dir, run_id, embedder, **options):
+def load(url, data_dir, run_id, embedder, collection=None, **options):
     with connect(url, data_dir) as conn:
         conn.autocommit = True
-        return load_run(
-            conn, published_run(data_dir, run_id), embedder, say=lambda _: None, **options
-        )
+        run = published_run(data_dir, run_id, collection)
+        return load_run(conn, run, embedder, say=lambda _: None, **options)
 
 
 def test_first_load_then_the_same_run_again_changes_and_embeds_nothing(db, runs, model):
@@ -175,9 +174,9 @@ def test_a_skipped_night_and_a_hand_edit_heal_on_the_next_load(db, runs, model):
             "delete from firechunk_chunks where chunk_index = 0 and url like %s", ["%/architecture"]
         )
         conn.execute(
-            "insert into firechunk_chunks select gen_random_uuid(), site, url, title, h1, h2, "
-            "breadcrumb, 'stray', token_count, chunk_index, overlap_text, metadata, row_sha256, "
-            "embedded_sha256, embedding from firechunk_chunks limit 1"
+            "insert into firechunk_chunks select gen_random_uuid(), collection, url, title, h1, "
+            "h2, breadcrumb, 'stray', token_count, chunk_index, overlap_text, metadata, "
+            "row_sha256, embedded_sha256, embedding from firechunk_chunks limit 1"
         )
         conn.commit()
     load(db, runs, "c", model)  # b was never loaded
@@ -222,10 +221,11 @@ def test_the_shrink_guard_stops_a_load_that_deletes_too_much(db, runs, model, tm
     keep_two = lambda pages: pages.__setitem__(slice(2, None), [])  # noqa: E731
     run_here(start, crawl_variant(tmp_path, "tiny", keep_two))
     before = held(db, runs)
+    same = published_run(runs, "a").collection
     with pytest.raises(LoadRefused, match="--allow-shrink"):
-        load(db, small, "tiny", model)
+        load(db, small, "tiny", model, collection=same)
     assert held(db, runs) == before
-    result = load(db, small, "tiny", model, allow_shrink=True)
+    result = load(db, small, "tiny", model, collection=same, allow_shrink=True)
     assert result.deleted > 0 and held(db, runs) == run_texts(small, "tiny")
 
 
@@ -252,9 +252,13 @@ def test_a_new_model_re_embeds_everything_and_new_dimensions_reshape_the_column(
 def test_search_finds_the_chunk_that_answers(db, runs, model):
     load(db, runs, "a", model)
     with connect(db, runs) as conn:
-        site = published_run(runs, "a").site
+        collection = published_run(runs, "a").collection
         hits = search(
-            conn, site, "what happens to a message after too many failed deliveries", model, k=3
+            conn,
+            collection,
+            "what happens to a message after too many failed deliveries",
+            model,
+            k=3,
         )
         assert hits[0].url == CHANGED
         assert hits[0].by_vector is not None and hits[0].by_text is not None
@@ -283,7 +287,7 @@ from firechunk.db.connect import connect
 from firechunk.db.runs import published_run
 from firechunk.embedders import local_embedder
 
-def stall(conn, result):  # every row is applied, nothing committed yet
+def stall(*_):  # every row is applied, nothing committed yet
     Path(sys.argv[3]).write_text("applied")
     time.sleep(120)
 

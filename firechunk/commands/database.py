@@ -1,6 +1,6 @@
-"""`firechunk load` and `firechunk search`: the vector database from the command line.
+"""`firechunk load`, `search` and `collections`: the vector database from the command line.
 
-Both take the database from `--db`, else FIRECHUNK_DB_URL, else the embedded Postgres
+Each takes the database from `--db`, else FIRECHUNK_DB_URL, else the embedded Postgres
 under the data directory, and the embedder from `--embedder` (local by default). Errors
 are one line without a traceback (`firechunk.commands.exits`); exit status 1 for a refused
 load, 2 for bad input, 3 when the database or the embedding service fails.
@@ -32,9 +32,13 @@ DbUrl = Annotated[
         show_default=False,
     ),
 ]
-Site = Annotated[
+Collection = Annotated[
     str | None,
-    typer.Option(help="Name the site's rows go under (default: the run's scheme and host)."),
+    typer.Option(
+        help="The collection (doc set) the rows go under; default: the one the run names, "
+        "its host and path (`firechunk runs` shows it).",
+        show_default=False,
+    ),
 ]
 EmbedderName = Annotated[
     Literal["local", "openai"],
@@ -57,26 +61,37 @@ def load(
     run: Annotated[
         str, typer.Option(help="'latest' or the id of a run that passed validation.")
     ] = "latest",
-    site: Site = None,
+    collection: Collection = None,
     embedder: EmbedderName = "local",
     model: Model = None,
     dimensions: Dimensions = None,
     base_url: BaseUrl = None,
     allow_shrink: Annotated[
         bool,
-        typer.Option("--allow-shrink", help="Load even if it deletes more than --max-shrink."),
+        typer.Option(
+            "--allow-shrink", help="Load even if the collection shrinks by more than --max-shrink."
+        ),
     ] = False,
     max_shrink: Annotated[
         float,
-        typer.Option(min=0.0, max=1.0, help="Largest share of held rows a load may delete."),
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Largest net share of the collection's rows a load may remove (deleted "
+            "minus added).",
+        ),
     ] = 0.2,
+    force_older: Annotated[
+        bool,
+        typer.Option("--force-older", help="Load a run older than the one the collection holds."),
+    ] = False,
 ) -> None:
-    """Make the database hold exactly one published run: diff, embed what is new, apply in
-    one transaction. A second load of the same run changes nothing."""
+    """Make a collection of the database hold exactly one published run: diff, embed what
+    is new, apply in one transaction. A second load of the same run changes nothing."""
     from firechunk.db.load import load_run
     from firechunk.db.runs import published_run
 
-    chosen = published_run(data_dir, run, site)
+    chosen = published_run(data_dir, run, collection)
     built = _embedder(embedder, model, dimensions, base_url)
     with _connection(db, data_dir) as conn, _progress_bar() as progress:
         result = load_run(
@@ -85,6 +100,8 @@ def load(
             built,
             allow_shrink=allow_shrink,
             max_shrink=max_shrink,
+            force_older=force_older,
+            only_if_latest=run == "latest",
             say=console.print,
             progress=progress,
         )
@@ -96,18 +113,20 @@ def search(
     data_dir: DataDir = Path("data"),
     db: DbUrl = None,
     k: Annotated[int, typer.Option("-k", min=1, max=100, help="How many chunks.")] = 5,
-    site: Site = None,
+    collection: Collection = None,
     embedder: EmbedderName = "local",
     model: Model = None,
     dimensions: Dimensions = None,
     base_url: BaseUrl = None,
 ) -> None:
-    """Hybrid search (vectors and full-text, fused by reciprocal rank) over a loaded site."""
+    """Hybrid search (vectors and full-text, fused by reciprocal rank) over a loaded
+    collection."""
     from firechunk.db.search import search as run_search
 
+    _check_text(question)
     built = _embedder(embedder, model, dimensions, base_url)
-    with _connection(db, data_dir) as conn:
-        chosen = _loaded_site(conn, site, built)
+    with _connection(db, data_dir, create=False) as conn:
+        chosen = _loaded_collection(conn, collection, built)
         hits = run_search(conn, chosen, question, built, k)
     if not hits:
         console.print(f"no chunk of {chosen} matches")
@@ -117,15 +136,34 @@ def search(
         typer.echo(f"{hit.rank}. {hit.url}\n   {crumb}\n   {snippet}")
 
 
+def collections(data_dir: DataDir = Path("data"), db: DbUrl = None) -> None:
+    """List what the database holds: each collection, its run, when it was loaded, its
+    chunks, and the embedding model and dimensions."""
+    from firechunk.db.search import loaded_collections
+
+    with _connection(db, data_dir, create=False) as conn:
+        held = loaded_collections(conn)
+    if not held:
+        typer.echo("the database holds no collection yet: run `firechunk load` first")
+        return
+    width = max(len("collection"), *(len(c.name) for c in held))
+    typer.echo(f"{'collection':<{width}}  {'run':<26} {'loaded (UTC)':<16} {'chunks':>7}  model")
+    for c in held:
+        typer.echo(
+            f"{c.name:<{width}}  {c.run_id:<26} {c.loaded_at:%Y-%m-%d %H:%M} {c.chunks:>7}  "
+            f"{c.model} ({c.dimensions} dimensions)"
+        )
+
+
 def describe(result) -> str:
     """One line of what a load did."""
     if not result.changed:
         return (
-            f"{result.site}: the database already holds run {result.run_id} "
+            f"{result.collection}: the database already holds run {result.run_id} "
             f"({result.chunks} chunks); nothing changed, nothing embedded."
         )
     return (
-        f"{result.site}: loaded run {result.run_id} ({result.chunks} chunks): "
+        f"{result.collection}: loaded run {result.run_id} ({result.chunks} chunks): "
         f"{result.inserted} inserted, {result.updated} updated, {result.deleted} deleted, "
         f"{result.embedded} embedded, in {result.seconds:.1f} s."
     )
@@ -146,25 +184,37 @@ def _embedder(name: str, model: str | None, dimensions: int | None, base_url: st
     return make_embedder("openai", **options)
 
 
-def _loaded_site(conn, site: str | None, embedder) -> str:
-    from firechunk.db.search import loaded_sites
+def _loaded_collection(conn, collection: str | None, embedder) -> str:
+    from firechunk.db.search import loaded_collections
 
-    sites = loaded_sites(conn)
-    if not sites:
+    held = loaded_collections(conn)
+    if not held:
         raise _UserError("the database holds no loaded run yet: run `firechunk load` first")
-    if site is None and len(sites) > 1:
-        names = ", ".join(name for name, *_ in sites)
-        raise _UserError(f"the database holds several sites ({names}): choose one with --site")
-    match = next((row for row in sites if site in (None, row[0])), None)
-    if match is None:
-        raise _UserError(f"site {site!r} is not loaded; loaded: {', '.join(s for s, *_ in sites)}")
-    name, _, model, dims = match
-    if (model, dims) != (embedder.model, embedder.dimensions):
+    names = ", ".join(c.name for c in held)
+    if collection is None and len(held) > 1:
         raise _UserError(
-            f"{name} was embedded with {model} ({dims} dimensions); search with the same "
-            "--embedder and --model"
+            f"the database holds several collections ({names}): choose one with --collection"
         )
-    return name
+    match = next((c for c in held if collection in (None, c.name)), None)
+    if match is None:
+        raise _UserError(f"collection {collection!r} is not loaded; loaded: {names}")
+    if (match.model, match.dimensions) != (embedder.model, embedder.dimensions):
+        raise _UserError(
+            f"{match.name} was embedded with {match.model} ({match.dimensions} dimensions); "
+            "search with the same --embedder and --model"
+        )
+    return match.name
+
+
+def _check_text(question: str) -> None:
+    """A question the shell passed in another encoding than UTF-8 arrives with its bytes
+    escaped; say so rather than send the database text it cannot read."""
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _UserError(
+            "the question is not valid UTF-8 (is the terminal's encoding UTF-8?)"
+        ) from None
 
 
 class _UserError(CommandError):
@@ -172,10 +222,17 @@ class _UserError(CommandError):
 
 
 @contextlib.contextmanager
-def _connection(db: str | None, data_dir: Path) -> Iterator:
+def _connection(db: str | None, data_dir: Path, create: bool = True) -> Iterator:
+    """An autocommit connection; a database failure inside becomes one line that says what
+    to do (`firechunk.db.failures`). `create` false for a command that only reads: it
+    never makes a new embedded cluster."""
     from firechunk.db.connect import connect, database_url
+    from firechunk.db.embedded import CLUSTER_DIR
+    from firechunk.db.failures import explained
 
-    with connect(database_url(db), data_dir) as conn:
+    url = database_url(db)
+    embedded = None if url else data_dir / CLUSTER_DIR
+    with connect(url, data_dir, create) as conn, explained(embedded):
         conn.autocommit = True
         yield conn
 

@@ -104,12 +104,20 @@ def rebuild(
             "else an embedded Postgres under DATA_DIR/postgres), as `firechunk load` does.",
         ),
     ] = False,
+    collection: Annotated[
+        str | None,
+        typer.Option(
+            help="With --load: the collection the rows go under; default: the one the run "
+            "names (its host and path).",
+            show_default=False,
+        ),
+    ] = None,
     allow_shrink: Annotated[
         bool,
         typer.Option(
             "--allow-shrink",
             help="Publish even if the run drops over 20 % of the last good run's pages or "
-            "chunks, and let --load delete over 20 % of the rows.",
+            "chunks, and let --load shrink the collection by over 20 %.",
         ),
     ] = False,
     allow_partial: Annotated[
@@ -152,6 +160,7 @@ def rebuild(
         "full": full,
         "keep_runs": keep_runs,
         "load": load,
+        "collection": collection,
         "allow_shrink": allow_shrink,
         "allow_partial": allow_partial,
         "max_failed_pages": max_failed_pages,

@@ -12,7 +12,7 @@ from firechunk.run.history import RunRow, list_runs
 
 _HEADER = (
     f"{'run':<26} {'verdict':<11} {'pages':>6} {'chunks':>7} {'quar.':>6} "
-    f"{'upsert':>7} {'delete':>7} {'tokens':>9} {'seconds':>8}  started (UTC)"
+    f"{'upsert':>7} {'delete':>7} {'tokens':>9} {'seconds':>8}  {'started (UTC)':<16}  collection"
 )
 
 
@@ -23,7 +23,8 @@ def runs(
     limit: Annotated[int, typer.Option(min=1, help="At most this many runs.")] = 20,
 ) -> None:
     """List the runs: id, verdict, pages, chunks, quarantined, upserts and deletes, tokens,
-    seconds, when each started, and which one `latest` points at."""
+    seconds, when each started, the collection it loads into, and which one `latest`
+    points at."""
     if not (data_dir / RUNS_DIR).is_dir():
         typer.echo(f"no runs in {data_dir} yet")
         return
@@ -44,7 +45,7 @@ def _line(row: RunRow) -> str:
     return (
         f"{row.run_id:<26} {row.verdict:<11} {cells[0]:>6} {cells[1]:>7} {cells[2]:>6} "
         f"{cells[3]:>7} {cells[4]:>7} {cells[5]:>9} {seconds:>8}  "
-        f"{row.started:%Y-%m-%d %H:%M}{mark}"
+        f"{row.started:%Y-%m-%d %H:%M}  {row.collection or '-'}{mark}"
     )
 
 

@@ -1,22 +1,30 @@
-"""Make the database hold exactly one published run, in one transaction.
+"""Make the database hold exactly one published run in its collection, in one transaction.
 
 The loader never trusts that the database holds the previous run: it reads the chunk ids
-(and row hashes) the database holds for the site and diffs them against the run, so a
-skipped night, a failed load or a hand edit heals on the next load. In one transaction,
-which reads them again:
+(and row hashes) the collection holds and diffs them against the run, so a skipped night,
+a failed load or a hand edit heals on the next load. In one transaction, which reads them
+again under the collection's advisory lock:
 
-- rows the run does not have are deleted, and the chunks the database lacks inserted,
+- rows the run does not have are deleted, and the chunks the collection lacks inserted,
   embedded first (ids are content-addressed: a new id is new text or a new page);
 - rows whose id is held but whose row changed (overlap, index, labels) are updated, and
   embedded again only if what is embedded (breadcrumb and text) changed;
-- the site's sync row records the run, the model and the counts.
+- the collection's sync row records the run, when it started, the model and the counts.
+
+Only the run's collection is read, diffed, guarded and changed: other collections (other
+doc sets) are never touched, and may hold the same chunks.
 
 Chunks are embedded before that transaction opens, so it stays short. A crash or kill
 anywhere before the commit leaves the database at the run it held; a second load of the
-same run finds nothing to change. Loads are serialised by an advisory lock. A load that
-would delete more than `max_shrink` of the held rows stops before any work unless
-`allow_shrink`; a new embedding model or dimensions re-embeds everything, said before it
-starts.
+same run finds nothing to change. Refused, with nothing changed:
+
+- a run older than the one the collection holds (a stale load racing a fresh one), unless
+  `force_older`; with `only_if_latest`, a run its data directory no longer calls `latest`;
+- a load that shrinks the collection by more than `max_shrink`, counted net (chunks
+  deleted minus chunks added, the rule publishing uses: an edit replaces chunks, it does
+  not lose them), unless `allow_shrink`.
+
+A new embedding model or dimensions re-embeds the collection, said before it starts.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC
 
 import numpy as np
 import psycopg
@@ -35,9 +44,12 @@ from firechunk.db.schema import CHUNKS, SYNC, column_dimensions, migrate, set_di
 from firechunk.embedders import Embedder
 
 DEFAULT_MAX_SHRINK = 0.2
-_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'))"
+# The schema's lock (creating and migrating tables), then one per collection: loads of
+# different collections run side by side, two loads of one collection one after the other.
+_SCHEMA_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'))"
+_COLLECTION_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'), hashtext(%s))"
 _COLUMNS = (
-    "chunk_id, site, url, title, h1, h2, breadcrumb, text, token_count, chunk_index, "
+    "chunk_id, collection, url, title, h1, h2, breadcrumb, text, token_count, chunk_index, "
     "overlap_text, metadata, row_sha256, embedded_sha256, embedding"
 )
 _TYPES = [
@@ -50,9 +62,13 @@ class LoadRefused(RuntimeError):
     """The load would do something the operator must confirm; nothing was changed."""
 
 
+class LoadSuperseded(LoadRefused):
+    """A newer run is (or is about to be) loaded: this one would take the database back."""
+
+
 @dataclass(frozen=True)
 class LoadResult:
-    site: str
+    collection: str
     run_id: str
     previous_run_id: str | None
     model: str
@@ -85,48 +101,56 @@ def load_run(
     *,
     allow_shrink: bool = False,
     max_shrink: float = DEFAULT_MAX_SHRINK,
+    force_older: bool = False,
+    only_if_latest: bool = False,
     say: Callable[[str], None] = print,
     progress: Callable[[int, int], None] | None = None,
 ) -> LoadResult:
-    """Load `run` into the database `conn` (autocommit) points at; see the module doc.
+    """Load `run` into its collection of the database `conn` (autocommit) points at; see
+    the module doc.
 
     Embedding, the bulk of a first load (minutes), happens outside any transaction: an
     open one would sit idle that long, which servers end (`idle_in_transaction_session_
-    timeout`) and which holds back vacuum. The diff is then made again inside the
-    transaction that applies it, and anything that changed meanwhile is embedded there.
+    timeout`) and which holds back vacuum. Every check and the diff are then made again
+    inside the transaction that applies them, and anything that changed meanwhile is
+    embedded there.
     """
     started = time.perf_counter()
     dimensions = embedder_dimensions(embedder)
+    guard = _Guard(run, allow_shrink, max_shrink, force_older, only_if_latest)
     with conn.transaction():
-        conn.execute(_LOCK)
+        conn.execute(_SCHEMA_LOCK)
         migrate(conn, dimensions)
-    previous = _sync_row(conn, run.site)
-    reembed_all = previous is not None and previous[1:] != (embedder.model, dimensions)
+        _adopt_legacy_site(conn, run, say)
+    previous = _sync_row(conn, run.collection)
+    guard.check_order(previous)
+    reembed_all = previous is not None and previous[1:3] != (embedder.model, dimensions)
     if reembed_all:
         say(
             f"The embedding model changed ({previous[1]}, {previous[2]} dimensions -> "
             f"{embedder.model}, {dimensions}): all {len(run.chunks)} chunks of "
-            f"{run.site} will be embedded again."
+            f"{run.collection} will be embedded again."
         )
-    held = _held(conn, run.site)
+    held = _held(conn, run.collection)
     plan = _plan({} if reembed_all else held, run.chunks)
-    _check_shrink(_plan(held, run.chunks), held, max_shrink, allow_shrink)
+    guard.check_shrink(_plan(held, run.chunks), held)
     to_embed = _to_embed(plan)
     if to_embed:
         say(f"Embedding {len(to_embed)} chunks with {embedder.model}.")
     vectors = dict(_embed(embedder, to_embed, progress))
     with conn.transaction():
-        conn.execute(_LOCK)
+        conn.execute(_COLLECTION_LOCK, [run.collection])
+        guard.check_order(_sync_row(conn, run.collection))
         if reembed_all:
-            _clear_site(conn, run.site, dimensions)
-        held = _held(conn, run.site)
+            _clear_collection(conn, run.collection, dimensions)
+        held = _held(conn, run.collection)
         plan = _plan(held, run.chunks)
-        _check_shrink(plan, held, max_shrink, allow_shrink)
+        guard.check_shrink(plan, held)
         late = [chunk for chunk in _to_embed(plan) if chunk.chunk_id not in vectors]
         vectors.update(_embed(embedder, late, None))  # what changed while embedding
-        _apply(conn, run.site, plan, vectors)
+        _apply(conn, run.collection, plan, vectors)
         result = LoadResult(
-            site=run.site,
+            collection=run.collection,
             run_id=run.run_id,
             previous_run_id=previous[0] if previous else None,
             model=embedder.model,
@@ -140,8 +164,76 @@ def load_run(
             seconds=round(time.perf_counter() - started, 3),
         )
         if result.changed or previous is None or previous[0] != run.run_id:
-            _record(conn, result)
+            _record(conn, result, run)
+        guard.check_latest()
     return result
+
+
+@dataclass(frozen=True)
+class _Guard:
+    """The checks a load passes before any work and again, under the collection's lock,
+    just before it commits."""
+
+    run: PublishedRun
+    allow_shrink: bool
+    max_shrink: float
+    force_older: bool
+    only_if_latest: bool
+
+    def check_order(self, held: tuple | None) -> None:
+        """A run older than the one the collection holds is refused unless forced."""
+        if held is None or held[0] == self.run.run_id or self.force_older:
+            return
+        held_started = held[3]
+        if held_started is None or held_started <= self.run.started:
+            return
+        raise LoadSuperseded(
+            f"{self.run.collection} holds run {held[0]} (started {_when(held_started)}), "
+            f"newer than run {self.run.run_id} (started {_when(self.run.started)}); nothing "
+            "was changed. To go back to the older run on purpose, load it with --force-older."
+        )
+
+    def check_latest(self) -> None:
+        """With `only_if_latest`, the run must still be its data directory's `latest`."""
+        if self.only_if_latest and not self.run.is_latest():
+            raise LoadSuperseded(
+                f"run {self.run.run_id} is no longer the latest run of {self.run.data_dir} "
+                "(a newer one was published while it loaded); nothing was changed. Load "
+                "latest to bring the database up to date."
+            )
+
+    def check_shrink(self, plan: _Plan, held: dict) -> None:
+        """Net shrink: chunks deleted minus chunks added, against what the collection holds."""
+        lost = len(plan.delete) - len(plan.insert)
+        if self.allow_shrink or not held or lost <= self.max_shrink * len(held):
+            return
+        raise LoadRefused(
+            f"this load would shrink {self.run.collection} by {lost} of its {len(held)} "
+            f"chunks ({lost / len(held):.0%}: {len(plan.delete)} deleted, "
+            f"{len(plan.insert)} added), more than {self.max_shrink:.0%}; nothing was "
+            "changed. If the site really shrank, load again with --allow-shrink."
+        )
+
+
+def _when(moment) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _adopt_legacy_site(conn: psycopg.Connection, run: PublishedRun, say) -> None:
+    """Rows a version-1 database kept under the run's scheme and host become the run's
+    collection, once, instead of being embedded again into a new one."""
+    legacy = run.legacy_site
+    if legacy is None or legacy == run.collection:
+        return
+    if _sync_row(conn, run.collection) is not None or _sync_row(conn, legacy) is None:
+        return
+    conn.execute(
+        f"update {CHUNKS} set collection = %s where collection = %s", [run.collection, legacy]
+    )
+    conn.execute(
+        f"update {SYNC} set collection = %s where collection = %s", [run.collection, legacy]
+    )
+    say(f"The rows held under {legacy} are now collection {run.collection}.")
 
 
 def _to_embed(plan: _Plan) -> list[RunChunk]:
@@ -156,33 +248,35 @@ def embedder_dimensions(embedder: Embedder) -> int:
     return int(embedder.dimensions)
 
 
-def _sync_row(conn: psycopg.Connection, site: str) -> tuple[str, str, int] | None:
+def _sync_row(conn: psycopg.Connection, collection: str) -> tuple | None:
+    """(run id, model, dimensions, run started) of what the collection holds."""
     return conn.execute(
-        f"select run_id, model, dimensions from {SYNC} where site = %s", [site]
+        f"select run_id, model, dimensions, run_started from {SYNC} where collection = %s",
+        [collection],
     ).fetchone()
 
 
-def _clear_site(conn: psycopg.Connection, site: str, dimensions: int) -> None:
-    """Drop the site's rows (they are all embedded again); give the column the new
-    dimensions when they differ, which only a table without other sites' rows can take."""
-    conn.execute(f"delete from {CHUNKS} where site = %s", [site])
+def _clear_collection(conn: psycopg.Connection, collection: str, dimensions: int) -> None:
+    """Drop the collection's rows (they are all embedded again); give the column the new
+    dimensions when they differ, which only a table without other collections can take."""
+    conn.execute(f"delete from {CHUNKS} where collection = %s", [collection])
     if column_dimensions(conn) == dimensions:
         return
-    other = conn.execute(f"select site from {CHUNKS} limit 1").fetchone()
+    other = conn.execute(f"select collection from {CHUNKS} limit 1").fetchone()
     if other:
         raise LoadRefused(
-            f"the database also holds site {other[0]} embedded with "
-            f"{column_dimensions(conn)} dimensions; load this site with the same model, "
+            f"the database also holds collection {other[0]} embedded with "
+            f"{column_dimensions(conn)} dimensions; load this one with the same model, "
             "or into another database"
         )
     set_dimensions(conn, dimensions)
 
 
-def _held(conn: psycopg.Connection, site: str) -> dict[str, tuple[str, str]]:
-    """Chunk id -> (row hash, embedded-text hash) of every row the database holds."""
+def _held(conn: psycopg.Connection, collection: str) -> dict[str, tuple[str, str]]:
+    """Chunk id -> (row hash, embedded-text hash) of every row the collection holds."""
     rows = conn.execute(
-        f"select chunk_id::text, row_sha256, embedded_sha256 from {CHUNKS} where site = %s",
-        [site],
+        f"select chunk_id::text, row_sha256, embedded_sha256 from {CHUNKS} where collection = %s",
+        [collection],
     )
     return {chunk_id: (row, embedded) for chunk_id, row, embedded in rows}
 
@@ -194,16 +288,6 @@ def _plan(held: dict[str, tuple[str, str]], chunks: Sequence[RunChunk]) -> _Plan
     reembed = {c.chunk_id for c in update if held[c.chunk_id][1] != c.embedded_sha256}
     delete = sorted(chunk_id for chunk_id in held if chunk_id not in wanted)
     return _Plan(insert, update, delete, reembed)
-
-
-def _check_shrink(plan: _Plan, held: dict, max_shrink: float, allow_shrink: bool) -> None:
-    if allow_shrink or not held or len(plan.delete) <= max_shrink * len(held):
-        return
-    raise LoadRefused(
-        f"this load would delete {len(plan.delete)} of the {len(held)} chunks the database "
-        f"holds ({len(plan.delete) / len(held):.0%}, more than {max_shrink:.0%}); nothing was "
-        "changed. If the site really shrank, load again with --allow-shrink."
-    )
 
 
 def _embed(
@@ -218,23 +302,27 @@ def _embed(
 
 
 def _apply(
-    conn: psycopg.Connection, site: str, plan: _Plan, vectors: dict[str, np.ndarray]
+    conn: psycopg.Connection, collection: str, plan: _Plan, vectors: dict[str, np.ndarray]
 ) -> None:
     with conn.cursor() as cursor:
         if plan.delete:
-            cursor.execute(f"delete from {CHUNKS} where chunk_id = any(%s::uuid[])", [plan.delete])
+            cursor.execute(
+                f"delete from {CHUNKS} where collection = %s and chunk_id = any(%s::uuid[])",
+                [collection, plan.delete],
+            )
         if plan.insert:
             with cursor.copy(f"copy {CHUNKS} ({_COLUMNS}) from stdin (format binary)") as copy:
                 copy.set_types(_TYPES)
                 for chunk in plan.insert:
-                    copy.write_row(_row(site, chunk, vectors[chunk.chunk_id]))
+                    copy.write_row(_row(collection, chunk, vectors[chunk.chunk_id]))
         if plan.update:
-            cursor.executemany(_UPDATE, [_update_params(c, vectors) for c in plan.update])
+            params = [_update_params(collection, c, vectors) for c in plan.update]
+            cursor.executemany(_UPDATE, params)
 
 
-def _row(site: str, chunk: RunChunk, vector: np.ndarray) -> tuple:
+def _row(collection: str, chunk: RunChunk, vector: np.ndarray) -> tuple:
     return (
-        uuid.UUID(chunk.chunk_id), site, chunk.url, chunk.title, chunk.h1, chunk.h2,
+        uuid.UUID(chunk.chunk_id), collection, chunk.url, chunk.title, chunk.h1, chunk.h2,
         list(chunk.breadcrumb), chunk.text, chunk.token_count, chunk.chunk_index,
         chunk.overlap_text, Jsonb(chunk.metadata), chunk.row_sha256, chunk.embedded_sha256,
         vector,
@@ -246,11 +334,12 @@ _UPDATE = f"""update {CHUNKS} set
     token_count = %(token_count)s, chunk_index = %(chunk_index)s,
     overlap_text = %(overlap_text)s, metadata = %(metadata)s, row_sha256 = %(row_sha256)s,
     embedded_sha256 = %(embedded_sha256)s, embedding = coalesce(%(embedding)s::vector, embedding)
-    where chunk_id = %(chunk_id)s"""
+    where collection = %(collection)s and chunk_id = %(chunk_id)s"""
 
 
-def _update_params(chunk: RunChunk, vectors: dict[str, np.ndarray]) -> dict:
+def _update_params(collection: str, chunk: RunChunk, vectors: dict[str, np.ndarray]) -> dict:
     return {
+        "collection": collection,
         "chunk_id": chunk.chunk_id,
         "url": chunk.url,
         "title": chunk.title,
@@ -267,19 +356,21 @@ def _update_params(chunk: RunChunk, vectors: dict[str, np.ndarray]) -> dict:
     }
 
 
-def _record(conn: psycopg.Connection, result: LoadResult) -> None:
+def _record(conn: psycopg.Connection, result: LoadResult, run: PublishedRun) -> None:
     conn.execute(
-        f"""insert into {SYNC} (site, run_id, loaded_at, model, dimensions, chunks, inserted,
-            updated, deleted, embedded, seconds)
-        values (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s)
-        on conflict (site) do update set run_id = excluded.run_id,
-            loaded_at = excluded.loaded_at, model = excluded.model,
+        f"""insert into {SYNC} (collection, run_id, run_started, loaded_at, model, dimensions,
+            chunks, inserted, updated, deleted, embedded, seconds)
+        values (%s, %s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s)
+        on conflict (collection) do update set run_id = excluded.run_id,
+            run_started = excluded.run_started, loaded_at = excluded.loaded_at,
+            model = excluded.model,
             dimensions = excluded.dimensions, chunks = excluded.chunks,
             inserted = excluded.inserted, updated = excluded.updated,
             deleted = excluded.deleted, embedded = excluded.embedded,
             seconds = excluded.seconds""",
         [
-            result.site, result.run_id, result.model, result.dimensions, result.chunks,
+            result.collection, result.run_id, run.started, result.model, result.dimensions,
+            result.chunks,
             result.inserted, result.updated, result.deleted, result.embedded, result.seconds,
         ],
     )  # fmt: skip

@@ -3,21 +3,32 @@
 Only a run whose `status.json` says "passed" is loaded (`latest` points at the last one);
 a failed, superseded or unfinished run never is. The chunks come from the run's
 `chunks.json`, the fixed chunk structure, so the database's `metadata` column holds what a
-reader of that file sees.
+reader of that file sees, with one exception: text Postgres cannot take. A NUL character
+(which no text column or JSONB string accepts) is dropped and an absurdly long string
+(a page title of 100,000 words) is cut at `MAX_FIELD_CHARS`, so one odd page never stops
+a load; the chunker quarantines such pages, and this is the last line of defence.
+
+The run's collection is the one it names (`report.json`, see
+`firechunk.run.collection`) unless the caller names another.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import orjson
 
 from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, read_status
+from firechunk.run.collection import legacy_site, run_collection
+from firechunk.run.history import run_started
 from firechunk.run.write import CHUNKS_JSON
+
+# Longer strings (a title, a heading, a URL) are cut: no real one comes near, and Postgres
+# indexes and full-text columns have limits. A chunk's text is bounded by the chunker.
+MAX_FIELD_CHARS = 2_000
 
 
 class RunNotLoadable(ValueError):
@@ -56,12 +67,26 @@ class RunChunk:
 class PublishedRun:
     run_id: str
     run_dir: Path
-    site: str
+    data_dir: Path
+    collection: str
+    started: datetime  # when the run was claimed: a load never goes back to an older run
     chunks: tuple[RunChunk, ...]
+    # Version 1 of the schema kept a run under its scheme and host; a collection the run
+    # names itself takes those rows over rather than loading everything again. None when
+    # the caller named the collection.
+    legacy_site: str | None = None
+
+    def is_latest(self) -> bool:
+        """Whether the data directory's `latest` still points at this run."""
+        link = self.data_dir / LATEST
+        return link.exists() and link.resolve() == self.run_dir.resolve()
 
 
-def published_run(data_dir: Path, run: str = "latest", site: str | None = None) -> PublishedRun:
-    """The run `run` ("latest" or a run id) of `data_dir`, if it passed validation."""
+def published_run(
+    data_dir: Path, run: str = "latest", collection: str | None = None
+) -> PublishedRun:
+    """The run `run` ("latest" or a run id) of `data_dir`, if it passed validation, into
+    `collection` (default: the one the run names)."""
     run_dir = _run_dir(data_dir, run)
     status = read_status(run_dir)
     if status is None:
@@ -72,7 +97,16 @@ def published_run(data_dir: Path, run: str = "latest", site: str | None = None) 
             "run is loaded (firechunk load --run latest)"
         )
     chunks = read_chunks(run_dir / CHUNKS_JSON)
-    return PublishedRun(status.run_id, run_dir, site or site_of(c.url for c in chunks), chunks)
+    urls = [chunk.url for chunk in chunks]
+    return PublishedRun(
+        run_id=status.run_id,
+        run_dir=run_dir,
+        data_dir=Path(data_dir),
+        collection=collection or run_collection(run_dir, urls),
+        started=run_started(run_dir),
+        chunks=chunks,
+        legacy_site=None if collection else legacy_site(urls),
+    )
 
 
 def _run_dir(data_dir: Path, run: str) -> Path:
@@ -99,23 +133,38 @@ def read_chunks(path: Path) -> tuple[RunChunk, ...]:
 
 def _chunk(row: dict) -> RunChunk:
     meta, data = row["metadata"], row["data"]
+    headers = data["headers"]
     return RunChunk(
         chunk_id=row["chunk_id"],
-        url=meta["sourceUrl"],
-        title=meta["page_title"],
-        h1=data["headers"].get("h1"),
-        h2=data["headers"].get("h2"),
-        breadcrumb=tuple(meta.get("breadcrumb", [])),
-        text=data["text"],
+        url=field_text(meta["sourceUrl"]),
+        title=field_text(meta["page_title"]),
+        h1=field_text(headers["h1"]) if headers.get("h1") is not None else None,
+        h2=field_text(headers["h2"]) if headers.get("h2") is not None else None,
+        breadcrumb=tuple(field_text(title) for title in meta.get("breadcrumb", [])),
+        text=without_nul(data["text"]),
         token_count=meta["token_count"],
         chunk_index=meta["chunk_index"],
-        overlap_text=data.get("overlap_text", {}).get("text", ""),
-        metadata=meta,
+        overlap_text=without_nul(data.get("overlap_text", {}).get("text", "")),
+        metadata=_storable(meta),
         row_sha256=hashlib.sha256(orjson.dumps(row, option=orjson.OPT_SORT_KEYS)).hexdigest(),
     )
 
 
-def site_of(urls) -> str:
-    """The site a run is of, by default: the scheme and host most of its chunks cite."""
-    hosts = Counter(f"{parts.scheme}://{parts.netloc}" for parts in map(urlsplit, urls))
-    return hosts.most_common(1)[0][0] if hosts else "unknown"
+def without_nul(text: str) -> str:
+    return text.replace("\x00", "")
+
+
+def field_text(text: str) -> str:
+    """A title, heading or URL as Postgres takes it: no NUL, at most `MAX_FIELD_CHARS`."""
+    return without_nul(text)[:MAX_FIELD_CHARS]
+
+
+def _storable(value):
+    """JSON with every string cleaned for JSONB (no NUL; bounded, but for the text itself)."""
+    if isinstance(value, str):
+        return field_text(value)
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    if isinstance(value, dict):
+        return {without_nul(key): _storable(item) for key, item in value.items()}
+    return value

@@ -1,17 +1,25 @@
 """The tables firechunk keeps in the database, created and migrated by the loader.
 
-`firechunk_chunks`: one row per chunk of the loaded runs, keyed by chunk id (content-
-addressed: uuid5 of the page URL and the text), with the fields a query filters or shows,
-the whole chunk metadata as JSONB, the embedding (`vector(N)`, HNSW index, cosine) and a
-generated `tsvector` (title weighted above text; GIN index) for full-text search.
-`row_sha256` (the chunk's JSON row) and `embedded_sha256` (what was embedded) tell the
-loader which rows changed and which need embedding again.
+A database holds several *collections* (doc sets: a site's guides, its reference, another
+product's docs), each loaded from its own data directory and owning its rows: a load
+diffs, deletes and guards only within its collection, and two collections may hold the
+same chunk.
 
-`firechunk_sync`: one row per site: the run the database holds, when it was loaded, the
-embedding model and dimensions, and the counts of that load. The loader diffs against
-what the chunks table holds, not against this row, so a skipped night heals.
+`firechunk_chunks`: one row per chunk of each collection, keyed by (collection, chunk id);
+the id is content-addressed (uuid5 of the page URL and the text). It holds the fields a
+query filters or shows, the whole chunk metadata as JSONB, the embedding (`vector(N)`,
+HNSW index, cosine) and a generated `tsvector` (title weighted above text, each bounded so
+no row exceeds Postgres's tsvector limit; GIN index) for full-text search. `row_sha256`
+(the chunk's JSON row) and `embedded_sha256` (what was embedded) tell the loader which
+rows changed and which need embedding again.
+
+`firechunk_sync`: one row per collection: the run it holds and when that run started (a
+load never replaces it with an older run unasked), when it was loaded, the embedding model
+and dimensions, and the counts of that load. The loader diffs against what the chunks
+table holds, not against this row, so a skipped night heals.
 
 `firechunk_schema`: the schema version; `migrate` brings an older database up to date.
+Version 2 turned version 1's `site` into the collection: its rows stay under their site.
 """
 
 from __future__ import annotations
@@ -20,7 +28,10 @@ import psycopg
 
 CHUNKS = "firechunk_chunks"
 SYNC = "firechunk_sync"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# The longest title and text the full-text column reads: a tsvector holds at most 1 MB.
+FTS_TITLE_CHARS = 2_000
+FTS_TEXT_CHARS = 200_000
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -60,6 +71,20 @@ _MIGRATIONS: dict[int, list[str]] = {
         f"create index {CHUNKS}_site on {CHUNKS} (site)",
         f"create index {CHUNKS}_embedding on {CHUNKS} using hnsw (embedding vector_cosine_ops)",
         f"create index {CHUNKS}_fts on {CHUNKS} using gin (fts)",
+    ],
+    2: [
+        f"alter table {CHUNKS} rename column site to collection",
+        f"alter table {CHUNKS} drop constraint {CHUNKS}_pkey",
+        f"alter table {CHUNKS} add primary key (collection, chunk_id)",
+        f"drop index {CHUNKS}_site",
+        f"alter table {CHUNKS} drop column fts",
+        f"""alter table {CHUNKS} add column fts tsvector generated always as (
+            setweight(to_tsvector('english', left(title, {FTS_TITLE_CHARS})), 'A')
+            || to_tsvector('english', left(text, {FTS_TEXT_CHARS}))
+        ) stored""",
+        f"create index {CHUNKS}_fts on {CHUNKS} using gin (fts)",
+        f"alter table {SYNC} rename column site to collection",
+        f"alter table {SYNC} add column run_started timestamptz",
     ],
 }
 

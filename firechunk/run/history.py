@@ -42,6 +42,7 @@ class RunRow:
     upserts: int | None = None
     deletes: int | None = None
     seconds: float | None = None  # chunk + write (report.json) + validation (summary.json)
+    collection: str | None = None  # the vector database collection it loads into
 
     def as_table_row(self) -> dict[str, Any]:
         """The row of a table artifact: numbers stay numbers, the time is UTC text."""
@@ -56,6 +57,7 @@ class RunRow:
             "quarantined": self.quarantined,
             "seconds": self.seconds,
             "started (UTC)": f"{self.started:%Y-%m-%d %H:%M}",
+            "collection": self.collection,
         }
 
 
@@ -67,7 +69,7 @@ def list_runs(data_dir: Path, limit: int | None = None) -> list[RunRow]:
     link = Path(data_dir) / LATEST
     latest = link.resolve() if link.is_symlink() else None
     dirs = [path for path in runs_dir.iterdir() if RUN_ID.fullmatch(path.name) and path.is_dir()]
-    dated = sorted(((_started(path), path) for path in dirs), reverse=True)
+    dated = sorted(((run_started(path), path) for path in dirs), reverse=True)
     return [read_run(path, started, path.resolve() == latest) for started, path in dated[:limit]]
 
 
@@ -79,7 +81,7 @@ def read_run(run_dir: Path, started: datetime | None = None, latest: bool = Fals
     return RunRow(
         run_id=run_dir.name,
         verdict=_verdict(run_dir),
-        started=started or _started(run_dir),
+        started=started or run_started(run_dir),
         latest=latest,
         pages=_int(report.get("pages_in")),
         chunks=_int(report.get("chunks_out")),
@@ -88,6 +90,7 @@ def read_run(run_dir: Path, started: datetime | None = None, latest: bool = Fals
         upserts=_count(changes.get("upsert")),
         deletes=_count(changes.get("delete")),
         seconds=_seconds(report.get("seconds"), validation.get("seconds")),
+        collection=report.get("collection") if isinstance(report.get("collection"), str) else None,
     )
 
 
@@ -101,7 +104,7 @@ def _verdict(run_dir: Path) -> str:
     return "running" if run_is_running(run_dir) else "unfinished"
 
 
-def _started(run_dir: Path) -> datetime:
+def run_started(run_dir: Path) -> datetime:
     """When the run was claimed: its run.json is written then and never again (the
     directory's own time moves with every file added)."""
     source = run_dir / RUN_JSON

@@ -49,6 +49,7 @@ from firechunk.run.assemble import NOTHING_ASIDE, Aside, assemble
 from firechunk.run.baseline import damage_warning, find_baseline, rows_of_pages
 from firechunk.run.cache import STATE_FILE, PageCache, outcome_key
 from firechunk.run.changes import change_set, write_changes
+from firechunk.run.collection import collection_for_run
 from firechunk.run.executors import Executor, in_process
 from firechunk.run.manifest import write_manifest
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
@@ -248,6 +249,9 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
         if start.baseline_damaged:
             warning = damage_warning(str(start.baseline_id), start.baseline_damaged)
             assembled.report.warnings.insert(0, warning)
+        assembled.report.collection = collection_for_run(
+            start.baseline_dir, (page.canonical_url for page in assembled.pages)
+        )
         write_page_files(run_dir, assembled.pages, assembled.quarantine, assembled.report)
         tables = tables_from_facts(assembled.facts, assembled.pages, assembled.report.duplicates)
         write_tables(run_dir, tables)

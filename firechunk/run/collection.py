@@ -1,0 +1,80 @@
+"""The collection a run's chunks go into in the vector database, named in its report.json.
+
+A database holds several doc sets (a site's guides, its reference, another product's
+docs), one per data directory; each is a collection that owns its rows. A run names its
+collection so that every night of a data directory loads into the same one:
+
+- the baseline's collection, when the run has a baseline (the name never drifts because
+  one night's crawl reached a page outside the usual path);
+- otherwise one derived from the run's pages: the host most of them are on, and the
+  longest path prefix all of that host's pages share (`supabase.com/docs/guides/auth`).
+
+`firechunk load --collection` (flow parameter `collection`) names another.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import orjson
+
+from firechunk.run.write import REPORT_JSON
+
+
+def default_collection(urls: Iterable[str]) -> str:
+    """The host most URLs are on, plus the path all of its URLs share.
+
+    A crawl of a section names the section, its landing page included
+    (`/docs/guides/auth` and `/docs/guides/auth/sessions` share `docs/guides/auth`); a
+    crawl of one page names the folder that holds it.
+    """
+    parts = [urlsplit(url) for url in urls]
+    hosts = Counter(part.netloc.lower() for part in parts if part.netloc)
+    if not hosts:
+        return "unknown"
+    host = hosts.most_common(1)[0][0]
+    paths = {_segments(part.path) for part in parts if part.netloc.lower() == host}
+    shared = functools.reduce(_common_prefix, paths)
+    if len(paths) == 1:
+        shared = shared[:-1]
+    return "/".join([host, *shared])
+
+
+def legacy_site(urls: Iterable[str]) -> str:
+    """The name version 1 of the database schema gave a run: the scheme and host most of
+    its URLs are on."""
+    hosts = Counter(f"{part.scheme}://{part.netloc}" for part in map(urlsplit, urls))
+    return hosts.most_common(1)[0][0] if hosts else "unknown"
+
+
+def run_collection(run_dir: Path, urls: Iterable[str]) -> str:
+    """The collection a run's report names; derived from `urls` for a run written before
+    reports named one."""
+    try:
+        named = orjson.loads((Path(run_dir) / REPORT_JSON).read_bytes()).get("collection")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        named = None
+    return named if isinstance(named, str) and named else default_collection(urls)
+
+
+def collection_for_run(baseline_dir: Path | None, urls: Iterable[str]) -> str:
+    """The collection a new run names: its baseline's, else one derived from its pages."""
+    urls = list(urls)
+    if baseline_dir is not None:
+        return run_collection(baseline_dir, urls)
+    return default_collection(urls)
+
+
+def _segments(path: str) -> tuple[str, ...]:
+    return tuple(segment for segment in path.split("/") if segment)
+
+
+def _common_prefix(left: tuple[str, ...], right: tuple[str, ...]) -> tuple[str, ...]:
+    shared = 0
+    while shared < min(len(left), len(right)) and left[shared] == right[shared]:
+        shared += 1
+    return left[:shared]
