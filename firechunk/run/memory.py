@@ -12,6 +12,7 @@ from typing import Any
 
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.run.assemble import assemble
+from firechunk.run.collection import collection_for_run
 from firechunk.run.executors import in_process, process_pool
 from firechunk.run.outcomes import PackedOutcome, StoredOutcome
 from firechunk.run.plan import make_batches, page_inputs, plan_pages, useful_workers
@@ -40,6 +41,8 @@ def chunk_crawl(
     )
     sink = ChunkList()
     assembled = assemble(plan.pages, outcomes, sink, encoding=encoding, started=started)
+    urls = (page.canonical_url for page in assembled.pages)
+    assembled.report.collection = collection_for_run(None, urls)
     return ChunkRun(
         chunks=sink.chunks,
         pages=assembled.pages,

@@ -1,0 +1,259 @@
+"""The vector database stays right when several doc sets share it, when edits replace many
+chunks, when loads race, and when a page carries text Postgres cannot take.
+
+Real published runs of the sample crawl and variants of it, a real Postgres with pgvector
+(the embedded one) and the real local embedder, as in tests/test_database.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from firechunk.cli import app
+from firechunk.db.connect import connect
+from firechunk.db.load import LoadRefused, LoadSuperseded, load_run
+from firechunk.db.runs import MAX_FIELD_CHARS, published_run
+from firechunk.db.schema import _MIGRATIONS
+from firechunk.db.search import loaded_collections, search
+from firechunk.run.stages import run_here, start_run
+from tests.test_database import (  # noqa: F401  (fixtures)
+    Counting,
+    crawl_variant,
+    db,
+    model,
+    server,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDES = "https://docs.example.com/docs/guides/"
+
+
+def publish(data_dir: Path, tmp: Path, run_id: str, edit=None, allow_shrink=False) -> Path:
+    start = start_run(data_dir, run_id, allow_shrink=allow_shrink)
+    _, outcome, published = run_here(start, crawl_variant(tmp, f"{data_dir.name}-{run_id}", edit))
+    assert outcome.success and published.published, run_id
+    return data_dir
+
+
+def load(url, data_dir, run_id, embedder, collection=None, **options):
+    with connect(url, data_dir) as conn:
+        conn.autocommit = True
+        run = published_run(data_dir, run_id, collection)
+        return load_run(conn, run, embedder, say=lambda _: None, **options)
+
+
+def rows(url: str, data_dir: Path, collection: str | None = None) -> dict[str, str]:
+    """Chunk id -> text of the rows of `collection` (every row when None)."""
+    query = "select chunk_id::text, text from firechunk_chunks"
+    with connect(url, data_dir) as conn:
+        if collection is None:
+            return dict(conn.execute(query).fetchall())
+        return dict(conn.execute(query + " where collection = %s", [collection]).fetchall())
+
+
+def texts(data_dir: Path, run_id: str) -> dict[str, str]:
+    return {c.chunk_id: c.text for c in published_run(data_dir, run_id).chunks}
+
+
+def guides_only(pages):
+    pages[:] = [p for p in pages if p["metadata"]["sourceURL"].startswith(GUIDES)]
+
+
+def rename_product(pages):
+    for page in pages:
+        page["markdown"] = page["markdown"].replace("Acme", "Zenith")
+
+
+def keep_three(pages):
+    pages[:] = pages[:3]
+
+
+def test_two_doc_sets_sharing_chunks_load_side_by_side_and_search_apart(db, model, tmp_path):
+    everything = publish(tmp_path / "all", tmp_path, "a")
+    guides = publish(tmp_path / "guides", tmp_path, "g", guides_only)
+    whole, part = texts(everything, "a"), texts(guides, "g")
+    assert part.keys() < whole.keys()  # the guides' chunks are also the whole site's
+    first = load(db, everything, "a", model)
+    second = load(db, guides, "g", model)
+    assert first.collection == "docs.example.com/docs"
+    assert second.collection == "docs.example.com/docs/guides"
+    assert (second.inserted, second.deleted) == (len(part), 0)
+    again = load(db, everything, "a", model)
+    assert not again.changed
+    assert rows(db, everything, first.collection) == whole
+    assert rows(db, everything, second.collection) == part
+    with connect(db, everything) as conn:
+        held = {c.name: (c.run_id, c.chunks) for c in loaded_collections(conn)}
+        assert held == {first.collection: ("a", len(whole)), second.collection: ("g", len(part))}
+        question = "what does the reporting schema hold"
+        in_guides = search(conn, second.collection, question, model, k=5)
+        assert in_guides and all(hit.url.startswith(GUIDES) for hit in in_guides)
+        in_all = search(conn, first.collection, question, model, k=5)
+        assert "/reference/sql/reporting-schema" in in_all[0].url
+
+
+def test_an_edit_across_every_page_loads_without_allow_shrink(db, model, tmp_path):
+    data_dir = publish(tmp_path / "data", tmp_path, "a")
+    publish(data_dir, tmp_path, "b", rename_product)
+    before, after = texts(data_dir, "a"), texts(data_dir, "b")
+    replaced = before.keys() - after.keys()
+    assert len(replaced) > 0.5 * len(before)  # most chunks got new ids: it looks like loss
+    load(db, data_dir, "a", model)
+    result = load(db, data_dir, "b", model)
+    assert result.deleted == len(replaced) and result.inserted == len(after.keys() - before.keys())
+    assert rows(db, data_dir) == after
+
+
+def test_a_real_shrink_is_still_refused(db, model, tmp_path):
+    data_dir = publish(tmp_path / "data", tmp_path, "a")
+    publish(data_dir, tmp_path, "small", keep_three, allow_shrink=True)
+    before, after = texts(data_dir, "a"), texts(data_dir, "small")
+    assert len(after) < 0.5 * len(before)
+    load(db, data_dir, "a", model)
+    with pytest.raises(LoadRefused, match="--allow-shrink"):
+        load(db, data_dir, "small", model)
+    assert rows(db, data_dir) == before
+    load(db, data_dir, "small", model, allow_shrink=True)
+    assert rows(db, data_dir) == after
+
+
+class RacedBy(Counting):
+    """The real embedder; while the older load embeds (outside its transaction), the newer
+    run is loaded and committed on another connection."""
+
+    def __init__(self, inner, race):
+        super().__init__(inner)
+        self.race = race
+
+    def embed(self, texts, progress=None):
+        if self.race:
+            race, self.race = self.race, None
+            race()
+        return super().embed(texts, progress)
+
+
+def test_an_older_run_never_replaces_a_newer_one(db, model, tmp_path):
+    data_dir = publish(tmp_path / "data", tmp_path, "old")
+    publish(data_dir, tmp_path, "new", rename_product)
+    newer = texts(data_dir, "new")
+    # the older load commits after the newer one: refused at its commit
+    racer = RacedBy(model, lambda: load(db, data_dir, "new", model))
+    with pytest.raises(LoadSuperseded, match="--force-older"):
+        load(db, data_dir, "old", racer)
+    assert rows(db, data_dir) == newer
+    # the older load starts after the newer one committed: refused before it embeds
+    counting = Counting(model)
+    with pytest.raises(LoadSuperseded):
+        load(db, data_dir, "old", counting)
+    assert counting.embedded == 0 and rows(db, data_dir) == newer
+    load(db, data_dir, "old", model, force_older=True)
+    assert rows(db, data_dir) == texts(data_dir, "old")
+
+
+def test_the_flow_loads_a_run_only_while_it_is_latest(db, model, tmp_path):
+    data_dir = publish(tmp_path / "data", tmp_path, "a")
+    publish(data_dir, tmp_path, "b", rename_product)
+    with pytest.raises(LoadSuperseded, match="no longer the latest"):
+        load(db, data_dir, "a", model, only_if_latest=True)
+    assert rows(db, data_dir) == {}
+    assert load(db, data_dir, "b", model, only_if_latest=True).run_id == "b"
+
+
+def test_text_postgres_cannot_take_is_cleaned_and_bounded(db, model, tmp_path):
+    data_dir = publish(tmp_path / "data", tmp_path, "a")
+    chunks_json = data_dir / "runs" / "a" / "chunks.json"
+    chunks = json.loads(chunks_json.read_text())
+    chunks[0]["metadata"]["page_title"] = "Getting\x00started"
+    chunks[0]["metadata"]["breadcrumb"] = ["Getting\x00started"]
+    chunks[0]["data"]["text"] = "Before\x00after. " + chunks[0]["data"]["text"]
+    chunks[1]["metadata"]["page_title"] = "word " * 120_000
+    chunks_json.write_text(json.dumps(chunks))
+    load(db, data_dir, "a", model)
+    with connect(db, data_dir) as conn:
+        found = conn.execute(
+            "select title, breadcrumb, text, metadata->>'page_title' from firechunk_chunks "
+            "where chunk_id = %s",
+            [chunks[0]["chunk_id"]],
+        ).fetchone()
+        assert found[0] == found[3] == "Gettingstarted" and found[1] == ["Gettingstarted"]
+        assert found[2].startswith("Beforeafter. ")
+        (title,) = conn.execute(
+            "select title from firechunk_chunks where chunk_id = %s", [chunks[1]["chunk_id"]]
+        ).fetchone()
+        assert len(title) == MAX_FIELD_CHARS
+
+
+def test_a_version_1_database_keeps_its_rows_under_their_site(db, model, tmp_path):
+    """Rows a v1 loader stored under scheme and host become the run's collection, without
+    embedding anything again."""
+    data_dir = publish(tmp_path / "data", tmp_path, "a")
+    run = published_run(data_dir, "a")
+    with connect(db, data_dir) as conn:
+        conn.execute("create table firechunk_schema (version integer not null)")
+        for statement in _MIGRATIONS[1]:
+            conn.execute(statement.replace("{dimensions}", "384"))
+        conn.execute("insert into firechunk_schema values (1)")
+        vectors = model.embed([chunk.embedded_text for chunk in run.chunks])
+        for chunk, vector in zip(run.chunks, vectors, strict=True):
+            conn.execute(
+                "insert into firechunk_chunks (chunk_id, site, url, title, breadcrumb, text, "
+                "token_count, chunk_index, overlap_text, metadata, row_sha256, "
+                "embedded_sha256, embedding) values (%s, %s, %s, %s, %s, %s, %s, %s, '', "
+                "'{}', %s, %s, %s)",
+                [
+                    chunk.chunk_id, "https://docs.example.com", chunk.url, chunk.title,
+                    list(chunk.breadcrumb), chunk.text, chunk.token_count, chunk.chunk_index,
+                    chunk.row_sha256, chunk.embedded_sha256, vector,
+                ],
+            )  # fmt: skip
+        conn.execute(
+            "insert into firechunk_sync values ('https://docs.example.com', 'a', now(), %s, "
+            "384, %s, 0, 0, 0, 0, 0)",
+            [model.model, len(run.chunks)],
+        )
+        conn.commit()
+    counting = Counting(model)
+    result = load(db, data_dir, "a", counting)
+    assert counting.embedded == 0 and not result.changed
+    assert rows(db, data_dir, "docs.example.com/docs") == texts(data_dir, "a")
+
+
+def firechunk(*args: str | bytes, data_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "firechunk.cli", *args, "--data-dir", str(data_dir)],
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+
+
+def test_a_question_that_is_not_utf8_is_bad_input(tmp_path):
+    done = firechunk("search", b"caf\xe9", data_dir=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert b"not valid UTF-8" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_a_damaged_embedded_database_says_how_to_rebuild_it(tmp_path):
+    data_dir = tmp_path / "data"
+    start = start_run(data_dir)
+    run_here(start, ROOT / "data" / "sample" / "crawl.json")
+    runner = CliRunner()
+    loaded = runner.invoke(app, ["load", "--data-dir", str(data_dir)])
+    assert loaded.exit_code == 0, loaded.output
+    listed = runner.invoke(app, ["collections", "--data-dir", str(data_dir)])
+    assert listed.exit_code == 0 and "docs.example.com/docs" in listed.output
+    with connect(None, data_dir) as conn:
+        (relation,) = conn.execute("select pg_relation_filepath('firechunk_chunks')").fetchone()
+    (data_dir / "postgres" / relation).unlink()
+    found = runner.invoke(app, ["search", "retries", "--data-dir", str(data_dir)])
+    assert found.exit_code == 3, found.output
+    assert "damaged" in found.output and "firechunk load" in found.output
+    assert "Traceback" not in found.output
