@@ -178,6 +178,7 @@ def changes_rows(changes: ChangeSet) -> list[dict[str, Any]]:
     rows: list[tuple[str, Any]] = [
         ("baseline run", changes.baseline or "none: every chunk is an upsert"),
         ("full rebuild", "yes" if changes.full else "no"),
+        ("full replacement", changes.full_replacement_reason or "no"),
         ("pages chunked", changes.pages_rechunked),
         ("pages reused from the baseline", changes.pages_reused),
         ("chunk ids to upsert", len(changes.upsert)),

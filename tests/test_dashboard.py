@@ -35,7 +35,14 @@ EXTERNAL = re.compile(
     r"""|@import|<link\b|<script\b|<img\b|<iframe\b""",
     re.IGNORECASE,
 )
-TEXT_MEASURES = {"run id", "validation", "published as latest", "baseline run", "full rebuild"}
+TEXT_MEASURES = {
+    "run id",
+    "validation",
+    "published as latest",
+    "baseline run",
+    "full rebuild",
+    "full replacement",
+}
 
 
 def rows_of(artifact: Any) -> list[dict[str, Any]]:
