@@ -4,6 +4,10 @@ Every rule is documented here and can be switched off in `CleanupOptions`; nothi
 is removed. Each output line remembers its line number in the page as crawled, so chunks
 can point back to `source_lines`. Code is kept verbatim except where a rule below says.
 
+Before any rule, whatever the options, NUL characters (U+0000) are dropped from the whole
+page, code included (reported as removed by `nul`): they show nothing in any text, and
+Postgres refuses text that holds one, so a NUL left in a chunk stopped the whole load.
+
 Rules:
 - `flattened_code`: Firecrawl flattens Supabase code samples into a lone-backtick line
   (or a double backtick, either possibly followed by `\\`), then per code line a marker
@@ -156,8 +160,9 @@ def clean_markdown(
     """`chrome`: the page's lines that the crawl repeats on most pages (`firechunk.run.chrome`)."""
     options = options or CleanupOptions()
     text = markdown.replace("\r\n", "\n").replace("\r", "\n")
-    raw = text.split("\n")
     page = CleanedPage(lines=[], source_lines=[], removed={rule: [] for rule in RULES})
+    text = _without_nul(text, page)
+    raw = text.split("\n")
     fence: str | None = None  # the opening fence while inside fenced code
     i = 0  # the next line to clean
     for candidate in candidate_lines(text):
@@ -173,6 +178,17 @@ def clean_markdown(
     if options.site_chrome and chrome:
         _drop_chrome(page, chrome)
     return page
+
+
+NUL = "nul"  # what dropped NULs are reported as removed by: not a rule, never switched off
+
+
+def _without_nul(text: str, page: CleanedPage) -> str:
+    """The text without its NULs (see the module's docstring); lines stay where they were."""
+    if "\x00" not in text:
+        return text
+    page.removed[NUL] = ["\x00" * text.count("\x00")]
+    return text.replace("\x00", "")
 
 
 # Lines a rule might change, or that open or close fenced code, found with regexes over

@@ -2,7 +2,8 @@
 
 The rules, the same for a run written to its directory (`firechunk.run.stages`) and one held
 in memory (`firechunk.run.memory`); only where the rows go differs (`RowSink`):
-- a page without a usable URL (`url_problem`) is quarantined, whatever its content;
+- a page without a usable URL or title (`firechunk.run.titles.page_problem`) is
+  quarantined, whatever its content, under what its title was (`recorded_title`);
 - a canonical URL crawled again with other content keeps the last crawled page; the
   others are quarantined as `duplicate-url` (`duplicate_urls`);
 - pages with the same cleaned content are chunked once, under the smallest canonical URL;
@@ -25,14 +26,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from firechunk.run.citations import cite
 from firechunk.run.outcomes import StoredDraft, StoredOutcome
 from firechunk.run.plan import PlannedPage
 from firechunk.run.rows import check_row_shape, duplicates_of, page_rows
-from firechunk.run.urls import url_problem
+from firechunk.run.titles import page_problem, recorded_title
 from firechunk.tokens import TokenCounter
 from firechunk.validate.tables import ChunkFacts, chunk_facts
 from schemas.chunk import Chunk
@@ -112,7 +113,9 @@ def assemble(
     aside: Aside = NOTHING_ASIDE,
 ) -> Assembled:
     """Walk the pages in crawl order; the rows of each chunked page go to `sink`."""
-    unusable = {page.index: problem for page in pages if (problem := url_problem(page.url))}
+    unusable = {
+        page.index: problem for page in pages if (problem := page_problem(page.url, page.title))
+    }
     content_of = _content_of(outcomes, unusable)
     replaced = duplicate_urls(pages, content_of)
     primary_of = primaries(pages, lambda page: None if page.index in replaced else content_of(page))
@@ -123,8 +126,8 @@ def assemble(
     records: dict[int, PageRecord] = {}
     for page in pages:
         i = page.index
-        if i in unusable:  # its chunks could not say where they come from
-            record, records[i] = quarantine_records(page, *unusable[i])
+        if i in unusable:  # its chunks could not name where they come from
+            record, records[i] = quarantine_records(_as_recorded(page), *unusable[i])
             state.quarantine.append(record)
         elif content_of(page) is None:
             outcome = outcomes.get(page.chunked_as)
@@ -298,8 +301,15 @@ DUPLICATE_URL = "duplicate-url"
 def _content_of(
     outcomes: Outcomes, unusable: dict[int, tuple[str, str]]
 ) -> Callable[[PlannedPage], str | None]:
-    """A page's cleaned-content hash; None for a page quarantined, or whose URL is unusable."""
+    """A page's cleaned-content hash; None for a page quarantined, or whose URL or title is
+    unusable."""
     return lambda page: None if page.index in unusable else outcomes.content_hash(page.chunked_as)
+
+
+def _as_recorded(page: PlannedPage) -> PlannedPage:
+    """The page as its quarantine records name it: its title as `recorded_title` shows it,
+    so no record carries a NUL or a megabyte in a title."""
+    return replace(page, title=recorded_title(page.title))
 
 
 def duplicate_urls(

@@ -1,8 +1,9 @@
 """A crawl as the chunker takes it: one input per page, which pages to chunk, in batches.
 
 Pages are numbered in crawl order. Markdown identical to a page before it is not chunked
-again (`plan_pages`); the rest are cut into batches of about equal size for the executor
-(`make_batches`).
+again, and a page quarantined whatever its content (its URL or title is unusable:
+`firechunk.run.titles.page_problem`) is not chunked at all (`plan_pages`); the rest are
+cut into batches of about equal size for the executor (`make_batches`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from firechunk.run.chrome import chrome_lines
+from firechunk.run.titles import clean_title, title_problem
 from firechunk.run.urls import canonical_url, url_problem
 from schemas.page import CrawlResult
 
@@ -33,10 +35,12 @@ class PageInput:
 
 def page_inputs(crawl: CrawlResult) -> list[PageInput]:
     """The crawl's pages as the chunker takes them, numbered in crawl order, each with the
-    lines the crawl shows to be site chrome."""
+    lines the crawl shows to be site chrome. A page without a title is titled by its URL."""
     chrome = chrome_lines([page.markdown for page in crawl.data])
     return [
-        PageInput(i, page.url, page.metadata.title or page.url, page.markdown, chrome[i])
+        PageInput(
+            i, page.url, clean_title(page.metadata.title) or page.url, page.markdown, chrome[i]
+        )
         for i, page in enumerate(crawl.data)
     ]
 
@@ -97,8 +101,9 @@ class PlannedPage:
     """A crawled page as assembly needs it, once the plan has decided who chunks it.
 
     `chunked_as` is the index of the page whose outcome stands for this one: itself, or the
-    first page with the same canonical URL or identical markdown. Small, with no markdown,
-    so a run's plan is kept in its page cache and handed from stage to stage there.
+    first page with the same canonical URL or identical markdown; `NOT_CHUNKED` for a page
+    quarantined whatever its content (`firechunk.run.titles.page_problem`). Small, with no
+    markdown, so a run's plan is kept in its page cache and handed from stage to stage there.
     """
 
     index: int
@@ -118,24 +123,33 @@ class Plan:
     to_chunk: list[PageInput]
 
 
+NOT_CHUNKED = -1  # `PlannedPage.chunked_as` of a page no outcome stands for
+
+
 def plan_pages(inputs: list[PageInput]) -> Plan:
     """Chunk one page per identical markdown: the first in crawl order. Two pages at one
     canonical URL with different markdown are both chunked; assembly keeps the last
-    (`firechunk.run.assemble.duplicate_urls`)."""
+    (`firechunk.run.assemble.duplicate_urls`).
+
+    A page with an unusable URL or title is not chunked and stands for no other page: its
+    title would otherwise reach the chunks of a page with the same markdown (as their `h1`
+    when the page has none), and the chunks of such a page are never published."""
     urls_by_markdown: dict[str, set[str]] = {}
     first_by_markdown: dict[str, int] = {}
     pages, to_chunk = [], []
     for page in inputs:
-        canonical = "" if url_problem(page.url) else canonical_url(page.url)
+        bad_url = url_problem(page.url)
+        canonical = "" if bad_url else canonical_url(page.url)
         markdown = page.markdown if isinstance(page.markdown, str) else repr(page.markdown)
         raw_hash = _sha256(markdown)
-        known = first_by_markdown.get(raw_hash)  # the same markdown: one outcome stands for both
-        urls_by_markdown.setdefault(raw_hash, set()).add(canonical)
-        if known is None:
-            known = page.index
-            first_by_markdown[raw_hash] = page.index
-            to_chunk.append(page)
         size = len(page.markdown) if isinstance(page.markdown, str) else 0
+        known = NOT_CHUNKED
+        if not (bad_url or title_problem(page.title, page.url)):
+            # The same markdown: one outcome stands for both.
+            known = first_by_markdown.setdefault(raw_hash, page.index)
+            urls_by_markdown.setdefault(raw_hash, set()).add(canonical)
+            if known == page.index:
+                to_chunk.append(page)
         pages.append(
             PlannedPage(page.index, page.url, page.title, canonical, raw_hash, known, size)
         )

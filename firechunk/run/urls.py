@@ -59,10 +59,22 @@ def _without_trailing_slash(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+# Control characters, NUL first: no link holds one (a browser drops or escapes them), and
+# one left in a host survives `canonical_url` into every chunk's `sourceUrl`, and a crawled
+# URL into other pages' `aliases`, where Postgres refuses a NUL.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def url_problem(url: str) -> tuple[str, str] | None:
     """Why a page's URL cannot name its chunks (a quarantine reason and detail), or None."""
     if not url or not url.strip():
         return "no-url", "the page has no sourceURL and no url"
+    if control := _CONTROL.search(url.strip()):
+        character = f"U+{ord(control.group()):04X}"
+        return (
+            "bad-url",
+            f"{url!r} has a control character ({character}) at character {control.start() + 1}",
+        )
     try:
         parts = urlsplit(url.strip())
         parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
