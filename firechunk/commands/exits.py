@@ -131,7 +131,10 @@ _KNOWN: tuple[tuple[str, str, ExitCode, str], ...] = (
     ("firechunk.crawlfile", "CrawlFileError", ExitCode.BAD_INPUT, "error: "),
     ("firechunk.run.baseline", "BaselineError", ExitCode.BAD_INPUT, "error: "),
     ("firechunk.db.runs", "RunNotLoadable", ExitCode.BAD_INPUT, "error: "),
+    ("firechunk.db.connect", "NotAPostgresUrl", ExitCode.BAD_INPUT, "error: "),
     ("firechunk.db.connect", "DatabaseError", ExitCode.NETWORK, "error: "),
+    ("firechunk.db.embedded", "EmbeddedUnavailable", ExitCode.BAD_INPUT, "error: "),
+    ("firechunk.db.embedded", "EmbeddedError", ExitCode.NETWORK, "error: "),
     ("firechunk.embedders", "EmbedderError", ExitCode.NETWORK, "error: "),
 )
 

