@@ -112,14 +112,21 @@ def search(
     question: Annotated[str, typer.Argument(help="What to look for, as you would ask it.")],
     data_dir: DataDir = Path("data"),
     db: DbUrl = None,
-    k: Annotated[int, typer.Option("-k", min=1, max=100, help="How many chunks.")] = 5,
+    k: Annotated[int, typer.Option("-k", "--top", min=1, max=100, help="How many chunks.")] = 5,
     collection: Collection = None,
     embedder: EmbedderName = "local",
     model: Model = None,
     dimensions: Dimensions = None,
     base_url: BaseUrl = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object a line: rank, chunk_id, score, url, title, breadcrumb, text.",
+        ),
+    ] = False,
 ) -> None:
-    """Hybrid search (vectors and full-text, fused by reciprocal rank) over a loaded
+    """Hybrid search (BM25 and vectors, fused by reciprocal rank) over a loaded
     collection."""
     from firechunk.db.search import search as run_search
 
@@ -128,12 +135,25 @@ def search(
     with _connection(db, data_dir, create=False) as conn:
         chosen = _loaded_collection(conn, collection, built)
         hits = run_search(conn, chosen, question, built, k)
-    if not hits:
+    if not hits and not as_json:
         console.print(f"no chunk of {chosen} matches")
     for hit in hits:
-        crumb = " › ".join(hit.breadcrumb) or "(page top)"
-        snippet = " ".join(hit.text.split())[:160]
-        typer.echo(f"{hit.rank}. {hit.url}\n   {crumb}\n   {snippet}")
+        typer.echo(_hit_json(hit) if as_json else _hit_lines(hit))
+
+
+def _hit_json(hit) -> str:
+    import orjson
+
+    fields = ("rank", "chunk_id", "score", "url", "title", "breadcrumb", "text")
+    return orjson.dumps({name: getattr(hit, name) for name in fields}).decode()
+
+
+def _hit_lines(hit) -> str:
+    """Rank, score and URL; the breadcrumb; the start of the text as one line of words."""
+    crumb = " › ".join(hit.breadcrumb) or hit.title
+    words = " ".join(hit.text.split())
+    snippet = words if len(words) <= 200 else words[:200].rsplit(" ", 1)[0] + " …"
+    return f"{hit.rank}. [{hit.score:.4f}] {hit.url}\n   {crumb}\n   {snippet}"
 
 
 def collections(data_dir: DataDir = Path("data"), db: DbUrl = None) -> None:
