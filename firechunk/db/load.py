@@ -40,7 +40,14 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from firechunk.db.runs import PublishedRun, RunChunk
-from firechunk.db.schema import CHUNKS, SYNC, column_dimensions, migrate, set_dimensions
+from firechunk.db.schema import (
+    CHUNKS,
+    SYNC,
+    VECTORS,
+    column_dimensions,
+    migrate,
+    set_dimensions,
+)
 from firechunk.embedders import Embedder
 
 DEFAULT_MAX_SHRINK = 0.2
@@ -49,13 +56,15 @@ DEFAULT_MAX_SHRINK = 0.2
 _SCHEMA_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'))"
 _COLLECTION_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'), hashtext(%s))"
 _COLUMNS = (
-    "chunk_id, collection, url, title, h1, h2, breadcrumb, text, token_count, chunk_index, "
-    "overlap_text, metadata, row_sha256, embedded_sha256, embedding"
+    "chunk_id, collection, url, title, h1, h2, breadcrumb, heading, text, token_count, "
+    "chunk_index, overlap_text, metadata, row_sha256, embedded_sha256"
 )
 _TYPES = [
-    "uuid", "text", "text", "text", "text", "text", "text[]", "text", "int4", "int4",
-    "text", "jsonb", "text", "text", "vector",
+    "uuid", "text", "text", "text", "text", "text", "text[]", "text", "text", "int4", "int4",
+    "text", "jsonb", "text", "text",
 ]  # fmt: skip
+_VECTOR_COLUMNS = "collection, chunk_id, window_index, embedding"
+_VECTOR_TYPES = ["text", "uuid", "int2", "vector"]
 
 
 class LoadRefused(RuntimeError):
@@ -137,7 +146,7 @@ def load_run(
     to_embed = _to_embed(plan)
     if to_embed:
         say(f"Embedding {len(to_embed)} chunks with {embedder.model}.")
-    vectors = dict(_embed(embedder, to_embed, progress))
+    vectors = _embed(embedder, to_embed, progress)
     with conn.transaction():
         conn.execute(_COLLECTION_LOCK, [run.collection])
         guard.check_order(_sync_row(conn, run.collection))
@@ -147,7 +156,7 @@ def load_run(
         plan = _plan(held, run.chunks)
         guard.check_shrink(plan, held)
         late = [chunk for chunk in _to_embed(plan) if chunk.chunk_id not in vectors]
-        vectors.update(_embed(embedder, late, None))  # what changed while embedding
+        vectors |= _embed(embedder, late, None)  # what changed while embedding
         _apply(conn, run.collection, plan, vectors)
         result = LoadResult(
             collection=run.collection,
@@ -292,20 +301,37 @@ def _plan(held: dict[str, tuple[str, str]], chunks: Sequence[RunChunk]) -> _Plan
 
 def _embed(
     embedder: Embedder, chunks: list[RunChunk], progress: Callable[[int, int], None] | None
-) -> list[tuple[str, np.ndarray]]:
-    """Each chunk's vector; `progress(done, total)` after each batch."""
-    if not chunks:
-        return []
-    report = (lambda done: progress(done, len(chunks))) if progress else None
-    vectors = embedder.embed([chunk.embedded_text for chunk in chunks], report)
-    return [(chunk.chunk_id, vector) for chunk, vector in zip(chunks, vectors, strict=True)]
+) -> dict[str, np.ndarray]:
+    """Each chunk's vectors, one row per window the embedder reads it as (none for a
+    chunk of a navigation page: search finds it by its words only);
+    `progress(done, total)` in windows, after each batch."""
+    windows = [
+        [] if chunk.navigation else embedder.windows(chunk.heading, chunk.text) for chunk in chunks
+    ]
+    texts = [text for each in windows for text in each]
+    if not texts:
+        return {}
+    report = (lambda done: progress(done, len(texts))) if progress else None
+    vectors = embedder.embed(texts, report)
+    ends = np.cumsum([len(each) for each in windows])
+    return {
+        chunk.chunk_id: vectors[end - len(each) : end]
+        for chunk, each, end in zip(chunks, windows, ends, strict=True)
+    }
 
 
 def _apply(
     conn: psycopg.Connection, collection: str, plan: _Plan, vectors: dict[str, np.ndarray]
 ) -> None:
+    """Deletes (their vectors go with them), inserts, updates; then the vectors of every
+    chunk embedded by this load, the old ones of a re-embedded chunk replaced."""
+    reembedded = sorted(plan.reembed)
     with conn.cursor() as cursor:
-        if plan.delete:
+        if plan.delete or reembedded:
+            cursor.execute(
+                f"delete from {VECTORS} where collection = %s and chunk_id = any(%s::uuid[])",
+                [collection, reembedded],
+            )
             cursor.execute(
                 f"delete from {CHUNKS} where collection = %s and chunk_id = any(%s::uuid[])",
                 [collection, plan.delete],
@@ -314,30 +340,38 @@ def _apply(
             with cursor.copy(f"copy {CHUNKS} ({_COLUMNS}) from stdin (format binary)") as copy:
                 copy.set_types(_TYPES)
                 for chunk in plan.insert:
-                    copy.write_row(_row(collection, chunk, vectors[chunk.chunk_id]))
+                    copy.write_row(_row(collection, chunk))
         if plan.update:
-            params = [_update_params(collection, c, vectors) for c in plan.update]
+            params = [_update_params(collection, chunk) for chunk in plan.update]
             cursor.executemany(_UPDATE, params)
+        embedded = [chunk.chunk_id for chunk in plan.insert] + reembedded
+        if embedded:
+            copy_sql = f"copy {VECTORS} ({_VECTOR_COLUMNS}) from stdin (format binary)"
+            with cursor.copy(copy_sql) as copy:
+                copy.set_types(_VECTOR_TYPES)
+                for chunk_id in embedded:
+                    for window, vector in enumerate(vectors[chunk_id]):
+                        copy.write_row((collection, uuid.UUID(chunk_id), window, vector))
 
 
-def _row(collection: str, chunk: RunChunk, vector: np.ndarray) -> tuple:
+def _row(collection: str, chunk: RunChunk) -> tuple:
     return (
         uuid.UUID(chunk.chunk_id), collection, chunk.url, chunk.title, chunk.h1, chunk.h2,
-        list(chunk.breadcrumb), chunk.text, chunk.token_count, chunk.chunk_index,
-        chunk.overlap_text, Jsonb(chunk.metadata), chunk.row_sha256, chunk.embedded_sha256,
-        vector,
+        list(chunk.breadcrumb), chunk.heading, chunk.text, chunk.token_count,
+        chunk.chunk_index, chunk.overlap_text, Jsonb(chunk.metadata), chunk.row_sha256,
+        chunk.embedded_sha256,
     )  # fmt: skip
 
 
 _UPDATE = f"""update {CHUNKS} set
     url = %(url)s, title = %(title)s, h1 = %(h1)s, h2 = %(h2)s, breadcrumb = %(breadcrumb)s,
-    token_count = %(token_count)s, chunk_index = %(chunk_index)s,
+    heading = %(heading)s, token_count = %(token_count)s, chunk_index = %(chunk_index)s,
     overlap_text = %(overlap_text)s, metadata = %(metadata)s, row_sha256 = %(row_sha256)s,
-    embedded_sha256 = %(embedded_sha256)s, embedding = coalesce(%(embedding)s::vector, embedding)
+    embedded_sha256 = %(embedded_sha256)s
     where collection = %(collection)s and chunk_id = %(chunk_id)s"""
 
 
-def _update_params(collection: str, chunk: RunChunk, vectors: dict[str, np.ndarray]) -> dict:
+def _update_params(collection: str, chunk: RunChunk) -> dict:
     return {
         "collection": collection,
         "chunk_id": chunk.chunk_id,
@@ -346,13 +380,13 @@ def _update_params(collection: str, chunk: RunChunk, vectors: dict[str, np.ndarr
         "h1": chunk.h1,
         "h2": chunk.h2,
         "breadcrumb": list(chunk.breadcrumb),
+        "heading": chunk.heading,
         "token_count": chunk.token_count,
         "chunk_index": chunk.chunk_index,
         "overlap_text": chunk.overlap_text,
         "metadata": Jsonb(chunk.metadata),
         "row_sha256": chunk.row_sha256,
         "embedded_sha256": chunk.embedded_sha256,
-        "embedding": vectors.get(chunk.chunk_id),
     }
 
 

@@ -53,10 +53,21 @@ class RunChunk:
     row_sha256: str  # of the whole chunk row: any field changed, the row is updated
 
     @property
+    def navigation(self) -> bool:
+        """A chunk of an index page (bare link lists): not embedded, found by words only."""
+        return self.metadata.get("kind") == "navigation"
+
+    @property
+    def heading(self) -> str:
+        """The breadcrumb as one line: full-text search weighs it, the embedder reads it
+        before the text."""
+        return " › ".join(title for title in self.breadcrumb if title)
+
+    @property
     def embedded_text(self) -> str:
-        """What is embedded: the breadcrumb on a line of its own, then the text."""
-        heading = " › ".join(title for title in self.breadcrumb if title)
-        return f"{heading}\n\n{self.text}" if heading else self.text
+        """What is embedded: the breadcrumb on a line of its own, then the text (windows of
+        it, for an embedder that reads less than a chunk: `Embedder.windows`)."""
+        return f"{self.heading}\n\n{self.text}" if self.heading else self.text
 
     @property
     def embedded_sha256(self) -> str:

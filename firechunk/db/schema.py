@@ -7,11 +7,16 @@ same chunk.
 
 `firechunk_chunks`: one row per chunk of each collection, keyed by (collection, chunk id);
 the id is content-addressed (uuid5 of the page URL and the text). It holds the fields a
-query filters or shows, the whole chunk metadata as JSONB, the embedding (`vector(N)`,
-HNSW index, cosine) and a generated `tsvector` (title weighted above text, each bounded so
-no row exceeds Postgres's tsvector limit; GIN index) for full-text search. `row_sha256`
-(the chunk's JSON row) and `embedded_sha256` (what was embedded) tell the loader which
-rows changed and which need embedding again.
+query filters or shows, the whole chunk metadata as JSONB, the breadcrumb as one line
+(`heading`), and a generated `tsvector` (title weighted A, heading B, then the text, each
+bounded so no row exceeds Postgres's tsvector limit; GIN index) that full-text search
+ranks by BM25 (`firechunk.db.search`). `row_sha256` (the chunk's JSON row) and
+`embedded_sha256` (what was embedded) tell the loader which rows changed and which need
+embedding again.
+
+`firechunk_vectors`: a chunk's embeddings (`vector(N)`, HNSW index, cosine), one per
+window of the text the embedder reads whole (`Embedder.windows`): a chunk longer than
+the model's window is still found by its last paragraph. Deleted with their chunk.
 
 `firechunk_sync`: one row per collection: the run it holds and when that run started (a
 load never replaces it with an older run unasked), when it was loaded, the embedding model
@@ -27,6 +32,7 @@ from __future__ import annotations
 import psycopg
 
 CHUNKS = "firechunk_chunks"
+VECTORS = "firechunk_vectors"
 SYNC = "firechunk_sync"
 SCHEMA_VERSION = 2
 # The longest title and text the full-text column reads: a tsvector holds at most 1 MB.
@@ -77,12 +83,26 @@ _MIGRATIONS: dict[int, list[str]] = {
         f"alter table {CHUNKS} drop constraint {CHUNKS}_pkey",
         f"alter table {CHUNKS} add primary key (collection, chunk_id)",
         f"drop index {CHUNKS}_site",
+        f"alter table {CHUNKS} add column heading text not null default ''",
         f"alter table {CHUNKS} drop column fts",
         f"""alter table {CHUNKS} add column fts tsvector generated always as (
             setweight(to_tsvector('english', left(title, {FTS_TITLE_CHARS})), 'A')
+            || setweight(to_tsvector('english', left(heading, {FTS_TITLE_CHARS})), 'B')
             || to_tsvector('english', left(text, {FTS_TEXT_CHARS}))
         ) stored""",
         f"create index {CHUNKS}_fts on {CHUNKS} using gin (fts)",
+        f"""create table {VECTORS} (
+            collection text not null,
+            chunk_id uuid not null,
+            window_index smallint not null,
+            embedding vector({{dimensions}}) not null,
+            primary key (collection, chunk_id, window_index),
+            foreign key (collection, chunk_id) references {CHUNKS}
+                on delete cascade on update cascade
+        )""",
+        f"insert into {VECTORS} select collection, chunk_id, 0, embedding from {CHUNKS}",
+        f"alter table {CHUNKS} drop column embedding",
+        f"create index {VECTORS}_embedding on {VECTORS} using hnsw (embedding vector_cosine_ops)",
         f"alter table {SYNC} rename column site to collection",
         f"alter table {SYNC} add column run_started timestamptz",
     ],
@@ -105,15 +125,15 @@ def column_dimensions(conn: psycopg.Connection) -> int:
     """The dimensions of the embedding column (pgvector keeps them as the type modifier)."""
     row = conn.execute(
         "select atttypmod from pg_attribute where attrelid = %s::regclass and attname = %s",
-        [CHUNKS, "embedding"],
+        [VECTORS, "embedding"],
     ).fetchone()
     return int(row[0])
 
 
 def set_dimensions(conn: psycopg.Connection, dimensions: int) -> None:
-    """Give the embedding column new dimensions; only an empty chunks table can take them."""
-    conn.execute(f"drop index if exists {CHUNKS}_embedding")
-    conn.execute(f"alter table {CHUNKS} alter column embedding type vector({int(dimensions)})")
+    """Give the embedding column new dimensions; only an empty vectors table can take them."""
+    conn.execute(f"drop index if exists {VECTORS}_embedding")
+    conn.execute(f"alter table {VECTORS} alter column embedding type vector({int(dimensions)})")
     conn.execute(
-        f"create index {CHUNKS}_embedding on {CHUNKS} using hnsw (embedding vector_cosine_ops)"
+        f"create index {VECTORS}_embedding on {VECTORS} using hnsw (embedding vector_cosine_ops)"
     )

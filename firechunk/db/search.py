@@ -1,9 +1,15 @@
-"""Hybrid search over a loaded collection: vector similarity and Postgres full-text search,
-fused by reciprocal rank (each list's rank r adds 1 / (60 + r), the constant of the
-original RRF paper), so a chunk found by both ranks above one found by either alone.
+"""Hybrid search over a loaded collection: BM25 over the chunks' words and vector
+similarity over their windows, fused by weighted reciprocal rank.
 
-The full-text side uses `websearch_to_tsquery` (quoted phrases, `or`, `-word`), so a
-question typed as is works; its stop words are dropped by Postgres.
+- Words: Okapi BM25 (`K1`, `B`) computed in Postgres from the full-text column: a term's
+  document frequency from the GIN index, its frequency in a chunk from the tsvector's
+  positions (title, breadcrumb and text; English stemming, stop words dropped), the
+  chunk's length in tokens against the collection's mean. Any word of the question may
+  match (OR): a question is not a conjunction of its words, and IDF ranks the rare ones up.
+- Vectors: the nearest windows (`firechunk_vectors`), each chunk scored by its best
+  window, so a long chunk is found by any of its paragraphs.
+- Fusion: each side's rank r adds weight / (`RRF_K` + r); the constant and the weights
+  were chosen on the tuning half of bench/questions.jsonl (bench/README.md).
 """
 
 from __future__ import annotations
@@ -13,11 +19,16 @@ from datetime import datetime
 
 import psycopg
 
-from firechunk.db.schema import CHUNKS, SYNC
+from firechunk.db.schema import CHUNKS, SYNC, VECTORS
 from firechunk.embedders import Embedder
 
+K1 = 1.2
+B = 0.75
 RRF_K = 60
-CANDIDATES = 50  # taken from each side before fusing
+VECTOR_WEIGHT = 1.0
+TEXT_WEIGHT = 1.0
+CANDIDATES = 50  # chunks taken from each side before fusing
+WINDOWS_PER_CHUNK = 4  # nearest windows read per candidate chunk
 
 
 @dataclass(frozen=True)
@@ -26,6 +37,7 @@ class Hit:
     score: float
     chunk_id: str
     url: str
+    title: str
     breadcrumb: tuple[str, ...]
     text: str
     by_vector: int | None  # the chunk's rank on each side, None when that side missed it
@@ -33,32 +45,79 @@ class Hit:
 
 
 _QUERY = f"""
-with semantic as (
-    select chunk_id, row_number() over (order by embedding <=> %(vector)s) as rank
+with terms as (
+    select distinct lexeme from unnest(to_tsvector('english', %(question)s))
+    where position(chr(92) in lexeme) = 0
+), stats as (
+    select count(*)::float8 as n, greatest(avg(token_count), 1)::float8 as avgdl
     from {CHUNKS} where collection = %(collection)s
-    order by embedding <=> %(vector)s limit %(candidates)s
+), idf as (
+    select t.lexeme, ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) as idf
+    from terms t cross join stats s cross join lateral (
+        select count(*)::float8 as df from {CHUNKS} c
+        where c.collection = %(collection)s and c.fts @@ quote_literal(t.lexeme)::tsquery
+    ) d
+), any_term as (
+    select string_agg(quote_literal(lexeme), ' | ')::tsquery as query from terms
 ), lexical as (
-    select chunk_id, row_number() over (order by ts_rank_cd(fts, query) desc) as rank
-    from {CHUNKS}, websearch_to_tsquery('english', %(question)s) as query
-    where collection = %(collection)s and fts @@ query
-    order by ts_rank_cd(fts, query) desc limit %(candidates)s
+    select chunk_id, row_number() over (order by score desc, chunk_id) as rank from (
+        select c.chunk_id, sum(
+            i.idf * p.tf * (%(k1)s + 1)
+            / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * c.token_count / s.avgdl))
+        ) as score
+        from {CHUNKS} c cross join any_term a cross join stats s
+        cross join lateral (
+            select lexeme, cardinality(positions)::float8 as tf from unnest(c.fts)
+        ) p
+        join idf i on i.lexeme = p.lexeme
+        where c.collection = %(collection)s and c.fts @@ a.query
+        group by c.chunk_id
+        order by score desc limit %(candidates)s
+    ) scored
+), semantic as (
+    select chunk_id, row_number() over (order by distance, chunk_id) as rank from (
+        select chunk_id, min(distance) as distance from (
+            select chunk_id, embedding <=> %(vector)s as distance from {VECTORS}
+            where collection = %(collection)s
+            order by embedding <=> %(vector)s limit %(windows)s
+        ) nearest
+        group by chunk_id order by distance limit %(candidates)s
+    ) best
 ), fused as (
     select chunk_id, s.rank as by_vector, l.rank as by_text,
-        coalesce(1.0 / (%(k)s + s.rank), 0) + coalesce(1.0 / (%(k)s + l.rank), 0) as score
+        coalesce(%(vector_weight)s / (%(k)s + s.rank), 0)
+        + coalesce(%(text_weight)s / (%(k)s + l.rank), 0) as score
     from semantic s full outer join lexical l using (chunk_id)
 )
-select c.chunk_id::text, c.url, c.breadcrumb, c.text, f.by_vector, f.by_text, f.score
+select c.chunk_id::text, c.url, c.title, c.breadcrumb, c.text, f.by_vector, f.by_text,
+    f.score
 from fused f join {CHUNKS} c on c.collection = %(collection)s and c.chunk_id = f.chunk_id
 order by f.score desc, c.chunk_id limit %(limit)s
 """
 
 
+@dataclass(frozen=True)
+class Fusion:
+    """How the two sides are weighed; the defaults are the tuned ones."""
+
+    rrf_k: float = RRF_K
+    vector_weight: float = VECTOR_WEIGHT
+    text_weight: float = TEXT_WEIGHT
+
+
 def search(
-    conn: psycopg.Connection, collection: str, question: str, embedder: Embedder, k: int = 5
+    conn: psycopg.Connection,
+    collection: str,
+    question: str,
+    embedder: Embedder,
+    k: int = 5,
+    fusion: Fusion = Fusion(),
 ) -> list[Hit]:
     """The `k` best chunks of `collection` for `question`."""
     vector = embedder.embed([question])[0]
-    conn.execute(f"set hnsw.ef_search = {max(40, CANDIDATES)}")
+    windows = CANDIDATES * WINDOWS_PER_CHUNK
+    conn.execute(f"set hnsw.ef_search = {windows}")
+    conn.execute("set hnsw.iterative_scan = relaxed_order")
     rows = conn.execute(
         _QUERY,
         {
@@ -66,15 +125,18 @@ def search(
             "collection": collection,
             "question": question,
             "candidates": CANDIDATES,
-            "k": RRF_K,
+            "windows": windows,
+            "k1": K1,
+            "b": B,
+            "k": fusion.rrf_k,
+            "vector_weight": fusion.vector_weight,
+            "text_weight": fusion.text_weight,
             "limit": k,
         },
     ).fetchall()
     return [
-        Hit(n, float(score), chunk_id, url, tuple(breadcrumb), text, by_vector, by_text)
-        for n, (chunk_id, url, breadcrumb, text, by_vector, by_text, score) in enumerate(
-            rows, start=1
-        )
+        Hit(n, float(row[-1]), *row[:3], tuple(row[3]), *row[4:7])
+        for n, row in enumerate(rows, start=1)
     ]
 
 
