@@ -30,11 +30,10 @@ In one invocation, in this order:
    run has and the full run had not (from the two runs' chunks.json), and afterwards the
    database holds exactly the new run's ids.
 4. again: the same run loaded a second time; checked: nothing changed, nothing embedded.
-5. anatomy: the rows of the run the database now holds (vectors read back from it, not
-   embedded again) copied into a scratch table with no index, then each of the chunk
-   table's indexes built on it, each timed; the scratch table is dropped. This shows what
-   a first load's database seconds would be with the indexes built after the COPY, not
-   kept up row by row during it, and which index costs what.
+5. memory: a first load of a small run (the full run's first pages, about `--memory-chunks`
+   chunks) into a new database, as `firechunk load` in a process of its own; its peak
+   resident memory (getrusage's ru_maxrss of that process) is what a first load costs
+   whatever else the bench holds.
 
 A failed check exits with status 1. The seconds each chunking run took are printed as
 context (they are `bench/scale.py`'s subject, not this bench's). The 1-minute load
@@ -51,6 +50,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,9 +64,8 @@ import orjson
 from firechunk.atomic import write_json
 from firechunk.db.connect import connect
 
-# The loader's own row layout, so the anatomy's COPY sends exactly the first load's rows.
-from firechunk.db.load import _COLUMNS, _TYPES, LoadResult, _row, load_run
-from firechunk.db.runs import PublishedRun, RunChunk, published_run
+from firechunk.db.load import LoadResult, load_run
+from firechunk.db.runs import RunChunk, published_run
 from firechunk.db.schema import CHUNKS
 from firechunk.embedders import Embedder, local_embedder
 from firechunk.run.executors import process_pool
@@ -74,7 +73,17 @@ from firechunk.run.stages import run_here, start_run
 from firechunk.run.write import CHUNKS_JSON
 
 BENCH_DIR = Path(__file__).resolve().parent
-SCRATCH = "firechunk_bench_copy"
+# A first load in a process of its own: the peak resident memory it reached, in kB.
+_MEMORY_PROBE = """
+import resource, sys
+from firechunk.cli import app
+try:
+    app(["load", "--data-dir", sys.argv[1]])
+except SystemExit as done:
+    if done.code:
+        raise
+print("peak_rss_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
 
 
 def main() -> int:
@@ -101,6 +110,7 @@ def main() -> int:
             chunk_run("changed", changed_crawl, data_dir, args.workers),
         ]
         figures.update(measure_loads(data_dir, args))
+        figures["memory"] = first_load_memory(full_crawl, data_dir, work, args.memory_chunks)
     figures["bench_seconds"] = round(time.perf_counter() - started, 1)
     figures["load_average_after"] = os.getloadavg()[0]
     print_report(figures, args)
@@ -119,6 +129,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the sample")
     parser.add_argument(
         "--budget", type=float, default=120.0, help="seconds after which passes stop repeating"
+    )
+    parser.add_argument(
+        "--memory-chunks", type=int, default=400, help="chunks of the memory probe's run"
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--keep", type=Path, help="build in this new directory and keep it")
@@ -201,7 +214,10 @@ class TimedEmbedder:
         self.dimensions = inner.dimensions
         self.seconds = 0.0
         self.cpu_seconds = 0.0  # this process's, all threads: about 2x seconds on 2 free cores
-        self.texts = 0
+        self.texts = 0  # windows: a chunk longer than the model reads is several
+
+    def windows(self, heading: str, text: str) -> list[str]:
+        return self.inner.windows(heading, text)
 
     def embed(
         self, texts: Sequence[str], progress: Callable[[int], None] | None = None
@@ -257,7 +273,7 @@ def throughput(embedder, chunks: Sequence[RunChunk], args: argparse.Namespace) -
 
 
 def measure_loads(data_dir: Path, args: argparse.Namespace) -> dict:
-    """Throughput, the three loads with their checks, and the anatomy, on one database."""
+    """Throughput and the three loads with their checks, on one database."""
     embedder = TimedEmbedder(local_embedder(args.batch_size))
     full = published_run(data_dir, "full")
     figures = {"throughput": throughput(embedder.inner, full.chunks, args)}
@@ -275,7 +291,6 @@ def measure_loads(data_dir: Path, args: argparse.Namespace) -> dict:
         if third["changed"]:
             raise SystemExit("loading the same run again changed the database")
         figures["loads"] = [first, second, third]
-        figures["anatomy"] = anatomy(conn, published_run(data_dir, "changed"))
     figures["changes_json"] = change_counts(data_dir, full_ids, changed_ids)
     return figures
 
@@ -329,10 +344,10 @@ def check_load(conn, figures: dict, wanted_ids: set[str], *, embedded: int) -> N
     """The load embedded what it had to, and the database holds exactly the run's ids."""
     held = {row[0] for row in conn.execute(f"select chunk_id::text from {CHUNKS}")}
     problems = []
-    if figures["embedded"] != embedded or figures["texts_embedded"] != embedded:
+    if figures["embedded"] != embedded or (figures["texts_embedded"] > 0) != (embedded > 0):
         problems.append(
             f"embedded {figures['embedded']} chunks (the embedder saw "
-            f"{figures['texts_embedded']} texts), not the {embedded} ids the run adds"
+            f"{figures['texts_embedded']} windows), not the {embedded} ids the run adds"
         )
     if held != wanted_ids:
         problems.append(
@@ -365,48 +380,37 @@ def database_facts(conn) -> dict:
     return facts
 
 
-# --- where a full load's database time would go with the indexes built afterwards --------
+# --- memory of a first load ------------------------------------------------------------
 
 
-ANATOMY_STEPS = {
-    "copy_no_index": None,  # the COPY itself, the generated tsvector computed on the way
-    "primary_key": f"alter table {SCRATCH} add primary key (chunk_id)",
-    "site_index": f"create index on {SCRATCH} (site)",
-    "hnsw_index": f"create index on {SCRATCH} using hnsw (embedding vector_cosine_ops)",
-    "gin_fts_index": f"create index on {SCRATCH} using gin (fts)",
-}
-
-
-def anatomy(conn, run: PublishedRun) -> dict:
-    """The rows of `run`, which the database holds, copied into a bare copy of the chunk
-    table, then the chunk table's indexes built on it one at a time: each step's seconds.
-    The vectors are read back from the database: nothing is embedded again. The row
-    tuples are built before the clock starts; the COPY's time is sending and storing."""
-    vectors = dict(conn.execute(f"select chunk_id::text, embedding from {CHUNKS}").fetchall())
-    if any(chunk.chunk_id not in vectors for chunk in run.chunks):
-        raise SystemExit(f"anatomy: the database does not hold every chunk of run {run.run_id}")
-    conn.execute(f"drop table if exists {SCRATCH}")
-    conn.execute(f"create table {SCRATCH} (like {CHUNKS} including defaults including generated)")
-    rows = [_row(run.site, chunk, vectors[chunk.chunk_id]) for chunk in run.chunks]
-    seconds = {}
-    try:
-        started = time.perf_counter()
-        with conn.cursor() as cursor, conn.transaction():
-            sql = f"copy {SCRATCH} ({_COLUMNS}) from stdin (format binary)"
-            with cursor.copy(sql) as copy:
-                copy.set_types(_TYPES)
-                for row in rows:
-                    copy.write_row(row)
-        seconds["copy_no_index"] = round(time.perf_counter() - started, 2)
-        for step, statement in ANATOMY_STEPS.items():
-            if statement is not None:
-                started = time.perf_counter()
-                conn.execute(statement)
-                seconds[step] = round(time.perf_counter() - started, 2)
-    finally:
-        conn.execute(f"drop table if exists {SCRATCH}")
-    print(f"anatomy ({len(rows)} rows): {seconds}", flush=True)
-    return {"rows": len(rows), "seconds": seconds}
+def first_load_memory(full_crawl: Path, data_dir: Path, work: Path, chunks: int) -> dict:
+    """The full crawl's first pages, up to about `chunks` chunks of the full run, chunked
+    into a data directory of their own and loaded by `firechunk load` in a new process."""
+    per_page = {}
+    for row in orjson.loads((data_dir / "runs" / "full" / CHUNKS_JSON).read_bytes()):
+        url = row["metadata"]["sourceUrl"]
+        per_page[url] = per_page.get(url, 0) + 1
+    crawl = orjson.loads(full_crawl.read_bytes())
+    kept, total = [], 0
+    for page in crawl["data"]:
+        if total >= chunks:
+            break
+        kept.append(page)
+        total += per_page.get(page["metadata"]["sourceURL"], 0)
+    small_crawl = work / "memory-crawl.json"
+    small_crawl.write_bytes(orjson.dumps({**crawl, "data": kept}))
+    small_dir = work / "memory"
+    chunk_run("memory", small_crawl, small_dir, 1)
+    done = subprocess.run(
+        [sys.executable, "-c", _MEMORY_PROBE, str(small_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    peak = int(done.stdout.split("peak_rss_kb")[-1])
+    figures = {"chunks": len(run_ids(small_dir, "memory")), "peak_rss_mb": round(peak / 1024)}
+    print(f"memory: first load of {figures['chunks']} chunks peaked at {figures['peak_rss_mb']} MB")
+    return figures
 
 
 # --- report --------------------------------------------------------------------------------
@@ -461,12 +465,10 @@ def print_report(figures: dict, args: argparse.Namespace) -> None:
     )
     for run in figures["chunking"]:
         print(f"chunking {run['run']}: {run['seconds']:.1f} s, {run['chunks']:,} chunks")
-    steps = figures["anatomy"]["seconds"]
+    memory = figures["memory"]
     print(
-        f"anatomy ({figures['anatomy']['rows']:,} rows into a table with no index, then "
-        f"each index built): "
-        + ", ".join(f"{k} {v:.2f} s" for k, v in steps.items())
-        + f"; total {sum(steps.values()):.1f} s"
+        f"memory: a first load of {memory['chunks']} chunks in a process of its own peaked "
+        f"at {memory['peak_rss_mb']} MB resident"
     )
     print(f"database: {figures['database']}")
     print(f"changes.json of the changed run: {figures['changes_json']}")
