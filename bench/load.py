@@ -63,7 +63,6 @@ import orjson
 
 from firechunk.atomic import write_json
 from firechunk.db.connect import connect
-
 from firechunk.db.load import LoadResult, load_run
 from firechunk.db.runs import RunChunk, published_run
 from firechunk.db.schema import CHUNKS
