@@ -251,3 +251,52 @@ def test_a_damaged_embedded_database_says_how_to_rebuild_it(tmp_path):
     assert found.exit_code == 3, found.output
     assert "damaged" in found.output and "firechunk load" in found.output
     assert "Traceback" not in found.output
+
+
+_KILLED = """
+import sys, time
+from pathlib import Path
+import firechunk.db.load as loader
+from firechunk.cli import app
+
+data_dir, moment, marker = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+real = getattr(loader, moment)
+
+def stalled(*args, **kwargs):
+    result = real(*args, **kwargs) if moment == "_apply" else None
+    marker.write_text(moment)  # embedding begun, or every row copied and not committed
+    time.sleep(300)
+    return result
+
+setattr(loader, moment, stalled)
+app(["load", "--data-dir", data_dir])
+"""
+
+
+@pytest.mark.parametrize("moment", ["_embed", "_apply"])
+def test_a_load_killed_while_embedding_or_copying_leaves_the_database_whole(tmp_path, moment):
+    """SIGKILL mid-load, then `firechunk load` again: the database holds latest, and no
+    Postgres process of the data directory outlives the second load."""
+    from tests.test_embedded_postgres import no_server_left, wait_until
+
+    data_dir = publish(tmp_path / "data", tmp_path, "a")
+    runner = CliRunner()
+    assert runner.invoke(app, ["load", "--data-dir", str(data_dir)]).exit_code == 0
+    publish(data_dir, tmp_path, "b", rename_product)
+    marker = tmp_path / "reached"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED, str(data_dir), moment, str(marker)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert wait_until(lambda: marker.exists() or child.poll() is not None, 300)
+        assert marker.exists(), "the load never got there"
+    finally:
+        child.kill()
+        child.wait()
+    again = runner.invoke(app, ["load", "--data-dir", str(data_dir)])
+    assert again.exit_code == 0, again.output
+    assert wait_until(lambda: no_server_left(data_dir))
+    assert rows(None, data_dir) == texts(data_dir, "b")
+    assert wait_until(lambda: no_server_left(data_dir))
