@@ -5,7 +5,9 @@ depends on type inference.
 
 `chunks.parquet` mirrors the fixed chunk JSON (issue 2) with nested structs: one row per
 chunk, the same keys as `chunks.json`, so reading a row back gives exactly the chunk's JSON
-object (`pyarrow.parquet.read_table(...).to_pylist() == json.load(chunks.json)`).
+object (`pyarrow.parquet.read_table(...).to_pylist() == json.load(chunks.json)`), but for
+the keys of `OMITTED_WHEN_NULL`: a chunk's JSON leaves them out rather than say null, and
+Parquet, whose rows all have every column, says null.
 
 | column                          | Arrow type                | meaning                        |
 |---------------------------------|---------------------------|--------------------------------|
@@ -19,6 +21,7 @@ object (`pyarrow.parquet.read_table(...).to_pylist() == json.load(chunks.json)`)
 | metadata.aliases                | list<string>              | other URLs of the same page    |
 | metadata.sections               | list<list<string>>        | heading path of each section   |
 | metadata.also_on                | list<struct<url, breadcrumb>> | pages whose copy was dropped |
+| metadata.kind                   | string, nullable          | "navigation", null for content |
 | data.headers.h1 / .h2           | string, nullable          | H1 / H2 at the first line      |
 | data.text                       | string                    | the chunk's text               |
 | data.overlap_text.prev_chunk_id | string, nullable          | previous chunk, same page      |
@@ -55,6 +58,10 @@ import pyarrow as pa
 
 _TEXT_LIST = pa.list_(pa.string())
 
+# Nullable columns whose key a chunk's JSON leaves out when null (`schemas.chunk`): the
+# JSON of a content chunk stays as it was before the field existed.
+OMITTED_WHEN_NULL = frozenset({"metadata.kind"})
+
 CHUNKS_SCHEMA = pa.schema(
     [
         pa.field("chunk_id", pa.string(), nullable=False),
@@ -82,6 +89,7 @@ CHUNKS_SCHEMA = pa.schema(
                         ),
                         nullable=False,
                     ),
+                    pa.field("kind", pa.string()),
                 ]
             ),
             nullable=False,

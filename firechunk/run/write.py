@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from firechunk.atomic import atomic_open, atomic_write, write_json, write_jsonl
-from schemas.parquet import CHUNKS_SCHEMA, PAGES_SCHEMA
+from schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
 from schemas.report import ChunkReport, ChunkRun, QuarantineRecord
 
 CHUNKS_PARQUET = "chunks.parquet"
@@ -172,22 +172,28 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> 
     )
 
 
-def _key_mismatch(value: Any, arrow_type: pa.DataType, where: str) -> str | None:
-    """Describe the first place where `value`'s dict keys differ from `arrow_type`'s fields."""
+def _key_mismatch(value: Any, arrow_type: pa.DataType, where: str, path: str = "") -> str | None:
+    """Describe the first place where `value`'s dict keys differ from `arrow_type`'s fields
+    (`path`: the dotted name of `value` in the row). A key of `OMITTED_WHEN_NULL` may be
+    absent: Parquet writes null for it."""
     if isinstance(value, dict) and pa.types.is_struct(arrow_type):
         expected = {field.name for field in arrow_type}
-        if set(value) != expected:
-            extra, missing = sorted(set(value) - expected), sorted(expected - set(value))
+        optional = {name for name in expected if f"{path}{name}" in OMITTED_WHEN_NULL}
+        if not expected - optional <= set(value) <= expected:
+            extra = sorted(set(value) - expected)
+            missing = sorted(expected - optional - set(value))
             return f"{where}: keys not in the schema {extra}, schema keys missing {missing}"
         for field in arrow_type:
-            if not _nested(field.type):
+            if not _nested(field.type) or field.name not in value:
                 continue  # a plain value has no keys to differ
-            mismatch = _key_mismatch(value[field.name], field.type, f"{where}.{field.name}")
+            mismatch = _key_mismatch(
+                value[field.name], field.type, f"{where}.{field.name}", f"{path}{field.name}."
+            )
             if mismatch:
                 return mismatch
     elif isinstance(value, list) and value and pa.types.is_list(arrow_type):
         # The items of one list are made alike (from one model): the first stands for all.
-        return _key_mismatch(value[0], arrow_type.value_type, f"{where}[0]")
+        return _key_mismatch(value[0], arrow_type.value_type, f"{where}[0]", path)
     return None
 
 
