@@ -6,7 +6,15 @@ never removed or renamed. `Chunk.model_dump(by_alias=True)` produces exactly tha
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 
 class Headers(BaseModel):
@@ -62,6 +70,19 @@ class ChunkMetadata(BaseModel):
         default_factory=list,
         description="Other pages whose copy of this text was dropped as a repeat.",
     )
+    kind: Literal["navigation"] | None = Field(
+        default=None,
+        description='"navigation": a link list of an index page, for search by words only, '
+        "not embedded. Absent (never null) on content chunks, so their JSON is as it was.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_kind(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """A content chunk's metadata has no `kind` key at all."""
+        data = handler(self)
+        if data.get("kind") is None:
+            data.pop("kind", None)
+        return data
 
 
 class Chunk(BaseModel):

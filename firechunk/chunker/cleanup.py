@@ -28,9 +28,12 @@ Rules:
   "ClientServer", "Next.jsSvelteKitAstroRemix"): two or more capitalised labels glued
   with no space and no sentence punctuation.
 - `widgets`: a standalone line that is a docs platform's UI text ("Was this page
-  helpful?", "YesNo", "Copy", "Ask AI", "Edit this page", "Skip to content", …: `WIDGETS`).
+  helpful?", "YesNo", "Copy", "Ask AI", "Edit this page", "Skip to content", Furo's theme
+  controls, …: `WIDGETS`), or a link whose text is such text that links somewhere
+  ("[Edit this page](…)": `LINKED_WIDGETS`).
 - `page_toc`: an "On this page" list: a label such as "On this page" or "Contents" and
-  the list after it, when every item links to a section (`#fragment`) of one page.
+  the list after it, when every item links to one page, at least two of them to its
+  sections (`#fragment`; Furo's first item links the page itself, with no fragment).
 - `rules`: thematic-break lines (`* * *`, `---` standing alone), which carry no words.
 - `step_numbers`: a standalone line holding only a small number (a step badge).
 - `site_chrome`: blocks made of lines the whole crawl repeats (`firechunk.run.chrome` finds
@@ -38,7 +41,11 @@ Rules:
   block (a paragraph or list run) goes when more than half of its lines are chrome lines
   and it stands where chrome stands: above the page's first heading, or after the page's
   last prose (among the blocks that end the page, links-only lines passed over).
-  Repeated text between them is content, and stays.
+  Repeated text between them is content, and stays. And, on a crawl of any size, what the
+  page's own shapes show to be its site's navigation (`firechunk.chunker.navigation`):
+  link lists, breadcrumbs and their captions above the page's title, sidebar trees with
+  expand buttons ("Toggle navigation of …") wherever they stand, a pager ("Previous …
+  Next …") after the last heading and the link lists below it.
 Code inside fences is never touched by the rules from `heading_anchors` on.
 """
 
@@ -49,6 +56,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from firechunk.chunker.headings import strip_heading_anchors, strip_permalinks
+from firechunk.chunker.navigation import navigation_lines
 from firechunk.chunker.syntax import (
     closes_fence,
     is_atx_heading,
@@ -144,8 +152,33 @@ WIDGETS = frozenset(
         "Navigation",
         "Previous",
         "Next",
+        # Furo's theme controls
+        "Toggle site navigation sidebar",
+        "Toggle table of contents sidebar",
+        "Toggle Light / Dark / Auto color theme",
+        "Hide navigation sidebar",
+        "Hide table of contents sidebar",
+        "Light mode",
+        "Dark mode",
+        "Auto light/dark mode",
+        "Auto light/dark, in light mode",
+        "Auto light/dark, in dark mode",
+        "Back to top",
     )
 )
+# UI text that platforms also render as a link (to the page's source, or its top).
+LINKED_WIDGETS = frozenset(
+    text.casefold()
+    for text in (
+        "Edit this page",
+        "Edit on GitHub",
+        "View page source",
+        "Skip to content",
+        "Skip to main content",
+        "Back to top",
+    )
+)
+_WIDGET_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
 TOC_LABELS = frozenset(
     text.casefold() for text in ("On this page", "Table of contents", "Contents", "In this article")
 )
@@ -177,6 +210,8 @@ def clean_markdown(
         page.source_lines.append(len(raw))
     if options.site_chrome and chrome:
         _drop_chrome(page, chrome)
+    if options.site_chrome:
+        _drop_navigation(page, raw)
     return page
 
 
@@ -221,6 +256,11 @@ _MAYBE_WIDGET = re.compile(
     + "|".join(re.escape(text) for text in _UI_TEXTS)
     + r")[^\S\n]*(?:\n|$))"
 )
+_MAYBE_WIDGET_LINK = re.compile(
+    r"\n(?=[^\S\n]*\[(?i:"
+    + "|".join(re.escape(text) for text in sorted(LINKED_WIDGETS, key=len, reverse=True))
+    + r")\]\([^)\n]*\)[^\S\n]*(?:\n|$))"
+)
 # heading_anchors off headings: a link with no word in its text, or a permalink's title;
 # found where it stands, then taken back to the start of its line. Two patterns, each with
 # a literal first character, are searched many times faster than one alternation.
@@ -237,6 +277,7 @@ def candidate_lines(text: str) -> Iterator[int]:
     starts = {match.start() + 1 for match in _MAYBE_CHANGED.finditer(padded)}
     starts.update(match.end() for match in _MAYBE_LABELS.finditer(padded))
     starts.update(match.start() + 1 for match in _MAYBE_WIDGET.finditer(padded))
+    starts.update(match.start() + 1 for match in _MAYBE_WIDGET_LINK.finditer(padded))
     for hint in _ANCHOR_HINTS:
         starts.update(padded.rfind("\n", 0, match.start()) + 1 for match in hint.finditer(padded))
     if _CONTROL.search(text):
@@ -405,23 +446,24 @@ _ITEM_LINK = re.compile(r"\[[^\]\n]*\]\(<?([^)\s>]*)>?\)")
 
 def _drop_toc(raw: list[str], i: int, page: CleanedPage) -> int:
     """An "On this page" list whose label is line `i`: the lines consumed (label and list),
-    or 0 when there is none. The list's items all link to sections of one page."""
+    or 0 when there is none. The list's items all link to one page, at least two of them
+    to its sections."""
     if not (raw[i].strip().casefold() in TOC_LABELS and _standalone(raw, i)):
         return 0
     first = i + 1
     while first < len(raw) and not raw[first].strip():
         first += 1
-    end, bases = first, set()
+    end, bases, sections = first, set(), 0
     while end < len(raw) and (item := _LIST_ITEM.match(raw[end])):
         link = _ITEM_LINK.fullmatch(item.group(2).strip())
-        if link is None or "#" not in link.group(1):
+        if link is None:
             break
         bases.add(link.group(1).split("#", 1)[0])
+        sections += "#" in link.group(1)
         end += 1
-    items = end - first
     if end < len(raw) and _LIST_ITEM.match(raw[end]):
         return 0  # the list goes on with other items: content, not a table of contents
-    if items < 2 or len(bases) != 1:
+    if sections < 2 or len(bases) != 1:
         return 0
     page.removed["page_toc"].append("\n".join(raw[i:end]))
     return end - i
@@ -440,7 +482,7 @@ def _drop_debris(
         rule = "rules"
     elif options.step_numbers and _STEP.fullmatch(stripped) and _standalone(raw, i):
         rule = "step_numbers"
-    elif options.widgets and stripped.casefold() in WIDGETS and _standalone(raw, i):
+    elif options.widgets and _ui_text(stripped) in WIDGETS and _standalone(raw, i):
         rule = "widgets"
     elif options.tab_labels and _standalone(raw, i) and is_tab_label_run(stripped):
         rule = "tab_labels"
@@ -476,6 +518,19 @@ def _drop_chrome(page: CleanedPage, chrome: frozenset[str]) -> None:
     page.removed["site_chrome"].extend(lines[i] for i in sorted(drop))
     kept = [i for i in range(len(lines)) if i not in drop]
     page.lines = [lines[i] for i in kept]
+    page.source_lines = [page.source_lines[i] for i in kept]
+
+
+def _drop_navigation(page: CleanedPage, raw: list[str]) -> None:
+    """Drop what the page's own structure shows to be its site's navigation
+    (`firechunk.chunker.navigation`): sidebar trees, breadcrumbs, pagers."""
+    drop = navigation_lines(page.lines, raw, page.source_lines, TOC_LABELS)
+    if not drop:
+        return
+    page.removed["site_chrome"].extend(page.lines[i] for i in drop)
+    dropped = set(drop)
+    kept = [i for i in range(len(page.lines)) if i not in dropped]
+    page.lines = [page.lines[i] for i in kept]
     page.source_lines = [page.source_lines[i] for i in kept]
 
 
@@ -535,6 +590,15 @@ def _is_chrome(lines: list[str], chrome: frozenset[str]) -> bool:
         is_chrome or _LINKS_ONLY.fullmatch(line.strip()) or _LABEL_ITEM.fullmatch(line.strip())
         for line, is_chrome in zip(lines, marked, strict=True)
     )
+
+
+def _ui_text(line: str) -> str:
+    """The line's text as `WIDGETS` holds it: case-folded, and for a line that is one
+    link whose text is one of `LINKED_WIDGETS`, that text."""
+    linked = _WIDGET_LINK.fullmatch(line)
+    if linked and linked.group(1).casefold() in LINKED_WIDGETS:
+        return linked.group(1).casefold()
+    return line.casefold()
 
 
 def is_tab_label_run(text: str) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from firechunk.chunker import boundaries
 from firechunk.chunker.blocks import HEADING, Block, count_block, parse_blocks
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
+from firechunk.chunker.navigation import NAVIGATION, is_index_page, is_link_list
 from firechunk.chunker.packing import pack_units
 from firechunk.chunker.sections import (
     common_path,
@@ -48,6 +49,9 @@ class DraftChunk:
     # The overlap text of the chunk after this one on its page ("" for the page's last).
     # Filled in by `firechunk.run.outcomes.chunk_pages`, in the worker (it decodes tokens).
     overlap: str = ""
+    # "navigation" for a link list of an index page (`firechunk.chunker.navigation`), which
+    # the loader keeps out of the vector index; None for content.
+    kind: str | None = None
 
 
 @dataclass
@@ -110,6 +114,7 @@ def chunk_page(
         for group, text, n in zip(groups, texts, tokens, strict=True)
     ]
     cleaned_text = "\n".join(cleaned.lines)
+    _tag_navigation(chunks, cleaned_text)
     removed_tokens = {
         rule: count("\n".join(parts)) for rule, parts in cleaned.removed.items() if parts
     }
@@ -260,6 +265,15 @@ def _within_hard_limit(
 def _join_groups(groups: list[list[Unit]], count: Sizer) -> tuple[list[str], list[int]]:
     joined = [join_units(group, count) for group in groups]
     return [text for text, _ in joined], [tokens for _, tokens in joined]
+
+
+def _tag_navigation(chunks: list[DraftChunk], page_text: str) -> None:
+    """On an index page, the chunks that are link lists are navigation: kept, so search
+    finds them by their words, but not embedded (see `firechunk.chunker.navigation`)."""
+    if is_index_page(page_text):
+        for chunk in chunks:
+            if is_link_list(chunk.text):
+                chunk.kind = NAVIGATION
 
 
 def _first_h1(blocks) -> str | None:

@@ -109,20 +109,24 @@ def chunk_row(
     also_on: list[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The chunk's JSON object; `previous` is the kept chunk before it on its page (its id
-    and draft), whose overlap text this chunk carries; `url` is the URL it cites."""
+    and draft), whose overlap text this chunk carries; `url` is the URL it cites. A
+    chunk's `kind` is in its metadata only when it has one (`schemas.chunk.ChunkMetadata`)."""
+    metadata = {
+        "token_count": draft.tokens,
+        "sourceUrl": url,
+        "page_title": title,
+        "breadcrumb": list(draft.breadcrumb),
+        "chunk_index": index,
+        "source_lines": list(draft.source_lines),
+        "aliases": list(aliases),
+        "sections": [list(path) for path in draft.sections],
+        "also_on": [dict(entry) for entry in also_on],
+    }
+    if draft.kind is not None:
+        metadata["kind"] = draft.kind
     return {
         "chunk_id": row_id,
-        "metadata": {
-            "token_count": draft.tokens,
-            "sourceUrl": url,
-            "page_title": title,
-            "breadcrumb": list(draft.breadcrumb),
-            "chunk_index": index,
-            "source_lines": list(draft.source_lines),
-            "aliases": list(aliases),
-            "sections": [list(path) for path in draft.sections],
-            "also_on": [dict(entry) for entry in also_on],
-        },
+        "metadata": metadata,
         "data": {
             "headers": {"h1": draft.h1, "h2": draft.h2},
             "text": draft.text,
