@@ -6,7 +6,6 @@ Every sub-command is registered through `handled`, so each one exits with the co
 
 from __future__ import annotations
 
-from importlib.metadata import version
 from typing import Annotated
 
 import typer
@@ -22,6 +21,8 @@ from firechunk.commands.runs import runs
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import version
+
         typer.echo(f"firechunk {version('firechunk')}")
         raise typer.Exit()
 

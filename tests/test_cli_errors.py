@@ -320,6 +320,21 @@ def test_a_failing_poll_names_the_status_and_keeps_the_job(tmp_path: Path):
     assert "HTTP 500" in line and "run again to resume" in line, line
 
 
+def test_search_where_nothing_was_loaded_points_at_the_demo_database(monkeypatch, tmp_path: Path):
+    """Right after `make demo`, the README's `firechunk search` reads data/, and the
+    database `make demo` loaded is data/demo's."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data" / "demo" / "postgres").mkdir(parents=True)
+    (tmp_path / "data" / "demo" / "postgres" / "PG_VERSION").write_text("18\n")
+    result = _invoke("search", "what happens to a message that keeps failing")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert _one_line(result.stderr) == (
+        "error: nothing has been loaded into the database in data/ yet: run `firechunk load` "
+        "first, or add --data-dir data/demo for the one `make demo` loaded"
+    )
+    assert not (tmp_path / "data" / "postgres").exists()
+
+
 # -- exit codes --------------------------------------------------------------------------------
 
 
@@ -327,7 +342,7 @@ def test_internal_errors_exit_4_and_save_their_traceback(monkeypatch, tmp_path: 
     def broken(*args, **kwargs):
         raise KeyError(f"bug with {CANARY_KEY} in it")
 
-    monkeypatch.setattr("firechunk.commands.crawl.run_crawl", broken)
+    monkeypatch.setattr("firechunk.crawl.run_crawl", broken)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the traceback is saved here
     result = _invoke("crawl", SITE, "--data-dir", str(tmp_path / "data"))
     assert result.exit_code == ExitCode.INTERNAL

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID
 
 import typer
-import yaml
 
 from firechunk.commands.exits import CommandError, ExitCode
 
@@ -70,6 +69,8 @@ def automations(
 
 def read_automation_files(directory: Path) -> list[dict[str, Any]]:
     """Each `*.yaml` of `directory`, in name order, as the mapping it holds."""
+    import yaml
+
     files = sorted(Path(directory).glob("*.yaml"))
     if not files:
         raise CommandError(f"no automation files (*.yaml) in {directory}")

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from firechunk.commands.checks import check_data_dir, check_writable_dir
 from firechunk.commands.exits import CommandError, ExitCode
 from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
-from firechunk.crawlfile import read_crawl
-from firechunk.run.write import read_quarantine
 from firechunk.tokens import DEFAULT_ENCODING
-from schemas.report import ChunkReport
 
-console = Console(stderr=True, soft_wrap=True)  # long paths stay whole in logs
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from schemas.report import ChunkReport
 
 
 def chunk(
@@ -61,6 +61,7 @@ def chunk(
     data/runs/ marked failed, data/latest is left as it was, and the command exits with
     status 1; a bad crawl file or data directory exits 2 before a run starts.
     """
+    from firechunk.crawlfile import read_crawl
     from firechunk.publish import format_outcome, format_result
     from firechunk.run.executors import process_pool
     from firechunk.run.stages import run_here, start_out_run, start_run
@@ -96,26 +97,38 @@ def chunk(
         )
     _summary(written.report, start.run_dir)
     if result is None:
-        console.print(format_outcome(outcome, start.run_dir))
+        _console().print(format_outcome(outcome, start.run_dir))
     else:
-        console.print(format_result(result))
+        _console().print(format_result(result))
     if not (outcome.success and (result is None or result.published)):
         raise typer.Exit(code=ExitCode.FAILED)
 
 
+@functools.cache
+def _console() -> Console:
+    """stderr, long paths kept whole in logs; made on first use, so `--help` needs no rich."""
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=True)
+
+
 def _progress() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=console,
+        console=_console(),
         transient=False,
     )
 
 
 def _summary(report: ChunkReport, run_dir: Path) -> None:
-    console.print(
+    from firechunk.run.write import read_quarantine
+
+    _console().print(
         f"{report.pages_in} pages in: {report.pages_chunked} chunked, "
         f"{report.pages_aliased} aliases, "
         f"{report.pages_quarantined} quarantined -> {report.chunks_out} chunks "
@@ -123,4 +136,6 @@ def _summary(report: ChunkReport, run_dir: Path) -> None:
         f"{report.duplicate_chunks_dropped} duplicate chunks dropped, {report.seconds:.2f} s"
     )
     for record in read_quarantine(run_dir):
-        console.print(f"[yellow]quarantined[/yellow] {record.url}: {record.reason} {record.detail}")
+        _console().print(
+            f"[yellow]quarantined[/yellow] {record.url}: {record.reason} {record.detail}"
+        )

@@ -14,9 +14,8 @@ from typing import Annotated
 import typer
 
 from firechunk.commands.checks import check_data_dir, check_url
-from firechunk.crawl import CrawlSettings, RetryPolicy, run_crawl
-from firechunk.crawl.runner import DEFAULT_API_URL
-from schemas.job import ApiVersion, CrawlTarget
+from firechunk.crawl import DEFAULT_API_URL
+from schemas.api_version import ApiVersion
 
 API_KEY_ENV = "FIRECRAWL_API_KEY"
 TUNING = "Tuning"
@@ -95,6 +94,9 @@ def crawl(
 
     The API key is read from FIRECRAWL_API_KEY; a complete crawl replays with no key.
     """
+    from firechunk.crawl import CrawlSettings, RetryPolicy, run_crawl
+    from schemas.job import CrawlTarget
+
     check_url(url, "site URL")
     check_url(api_url, "Firecrawl API URL")
     check_data_dir(data_dir)

@@ -9,16 +9,20 @@ load, 2 for bad input, 3 when the database or the embedding service fails.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from rich.console import Console
 
 from firechunk.commands.exits import CommandError
 
-console = Console(stderr=True, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+DEFAULT_DATA_DIR = Path("data")
+DEMO_DATA_DIR = Path("data/demo")  # where `make demo` loads the sample crawl
 
 DataDir = Annotated[
     Path, typer.Option(envvar="FIRECHUNK_DATA_DIR", help="Data root (latest/, runs/).")
@@ -102,10 +106,10 @@ def load(
             max_shrink=max_shrink,
             force_older=force_older,
             only_if_latest=run == "latest",
-            say=console.print,
+            say=_console().print,
             progress=progress,
         )
-    console.print(describe(result))
+    _console().print(describe(result))
 
 
 def search(
@@ -128,15 +132,23 @@ def search(
 ) -> None:
     """Hybrid search (BM25 and vectors, fused by reciprocal rank) over a loaded
     collection."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from firechunk.db.search import search as run_search
+    from firechunk.embedders import make_embedder
 
     _check_text(question)
-    built = _embedder(embedder, model, dimensions, base_url)
-    with _connection(db, data_dir, create=False) as conn:
-        chosen = _loaded_collection(conn, collection, built)
-        hits = run_search(conn, chosen, question, built, k)
+    options = _embedder_options(embedder, model, dimensions, base_url)
+    _check_loaded(db, data_dir)
+    # The model loads while the database starts: each takes a few tenths of a second.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        building = pool.submit(make_embedder, embedder, **options)
+        with _connection(db, data_dir, create=False) as conn:
+            built = building.result()
+            chosen = _loaded_collection(conn, collection, built, _nothing_loaded(db, data_dir))
+            hits = run_search(conn, chosen, question, built, k)
     if not hits and not as_json:
-        console.print(f"no chunk of {chosen} matches")
+        _console().print(f"no chunk of {chosen} matches")
     for hit in hits:
         typer.echo(_hit_json(hit) if as_json else _hit_lines(hit))
 
@@ -161,10 +173,11 @@ def collections(data_dir: DataDir = Path("data"), db: DbUrl = None) -> None:
     chunks, and the embedding model and dimensions."""
     from firechunk.db.search import loaded_collections
 
+    _check_loaded(db, data_dir)
     with _connection(db, data_dir, create=False) as conn:
         held = loaded_collections(conn)
     if not held:
-        typer.echo("the database holds no collection yet: run `firechunk load` first")
+        typer.echo(_nothing_loaded(db, data_dir))
         return
     width = max(len("collection"), *(len(c.name) for c in held))
     typer.echo(f"{'collection':<{width}}  {'run':<26} {'loaded (UTC)':<16} {'chunks':>7}  model")
@@ -192,24 +205,31 @@ def describe(result) -> str:
 def _embedder(name: str, model: str | None, dimensions: int | None, base_url: str | None):
     from firechunk.embedders import make_embedder
 
+    return make_embedder(name, **_embedder_options(name, model, dimensions, base_url))
+
+
+def _embedder_options(
+    name: str, model: str | None, dimensions: int | None, base_url: str | None
+) -> dict[str, object]:
+    """What `make_embedder(name, ...)` takes; a usage error is said before anything starts."""
     if name == "local":
         if model or dimensions or base_url:
             raise typer.BadParameter("--model, --dimensions and --base-url need --embedder openai")
-        return make_embedder("local")
+        return {}
     if not model:
         raise typer.BadParameter("--embedder openai needs --model")
-    options = {"model": model, "dimensions": dimensions}
+    options: dict[str, object] = {"model": model, "dimensions": dimensions}
     if base_url:
         options["base_url"] = base_url
-    return make_embedder("openai", **options)
+    return options
 
 
-def _loaded_collection(conn, collection: str | None, embedder) -> str:
+def _loaded_collection(conn, collection: str | None, embedder, nothing_loaded: str) -> str:
     from firechunk.db.search import loaded_collections
 
     held = loaded_collections(conn)
     if not held:
-        raise _UserError("the database holds no loaded run yet: run `firechunk load` first")
+        raise _UserError(nothing_loaded)
     names = ", ".join(c.name for c in held)
     if collection is None and len(held) > 1:
         raise _UserError(
@@ -237,6 +257,40 @@ def _check_text(question: str) -> None:
         ) from None
 
 
+def _check_loaded(db: str | None, data_dir: Path) -> None:
+    """A reader finds no embedded database under `data_dir`: nothing was loaded there, and
+    nothing is started to learn it."""
+    from firechunk.db.connect import database_url
+
+    if database_url(db) is None and not _has_database(data_dir):
+        raise _UserError(_nothing_loaded(db, data_dir))
+
+
+def _nothing_loaded(db: str | None, data_dir: Path) -> str:
+    """What to do when the database read holds no run: load one into it, or, when `make
+    demo` left its database in data/demo and another data directory was read (the
+    default, data), read that one."""
+    from firechunk.db.connect import database_url, redact
+
+    url = database_url(db)
+    if url is not None:
+        load = "firechunk load --db URL" if db else "firechunk load"
+        return f"the database at {redact(url)} holds no loaded run yet: run `{load}` first"
+    load = "firechunk load" + ("" if data_dir == DEFAULT_DATA_DIR else f" --data-dir {data_dir}")
+    message = f"nothing has been loaded into the database in {data_dir}/ yet: run `{load}` first"
+    if _has_database(DEMO_DATA_DIR) and data_dir.resolve() != DEMO_DATA_DIR.resolve():
+        message += f", or add --data-dir {DEMO_DATA_DIR} for the one `make demo` loaded"
+    return message
+
+
+def _has_database(data_dir: Path) -> bool:
+    """Whether the embedded database under `data_dir` was ever made (the first load makes
+    it)."""
+    from firechunk.db.embedded import CLUSTER_DIR
+
+    return (data_dir / CLUSTER_DIR / "PG_VERSION").exists()
+
+
 class _UserError(CommandError):
     """Something the person running the command can fix; printed as one line, exit 2."""
 
@@ -257,13 +311,21 @@ def _connection(db: str | None, data_dir: Path, create: bool = True) -> Iterator
         yield conn
 
 
+@functools.cache
+def _console() -> Console:
+    """stderr, lines not wrapped; made on first use, so `--help` and `--version` need no rich."""
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=True)
+
+
 @contextlib.contextmanager
 def _progress_bar() -> Iterator:
     """A progress callback for embedding: a bar shown from the first batch on."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     bar = Progress(
-        "embedding", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        "embedding", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=_console()
     )
     task = None
 

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from firechunk.commands.checks import check_data_dir, check_resolves, check_url
 from firechunk.commands.exits import CommandError, debugging
 from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
-from firechunk.crawl.runner import DEFAULT_API_URL
-from schemas.job import ApiVersion, CrawlTarget
+from firechunk.crawl import DEFAULT_API_URL
+from schemas.api_version import ApiVersion
+
+if TYPE_CHECKING:
+    from schemas.job import CrawlTarget
 
 # A fresh Prefect database is migrated when the temporary API first starts; on a small
 # machine that takes longer than Prefect's default wait of 20 s.
@@ -222,6 +225,7 @@ def _crawl_target(
 ) -> CrawlTarget:
     """The target the crawl flow will build from the same options (`flows.crawl`)."""
     from flows.names import SUPABASE_DOCS
+    from schemas.job import CrawlTarget
 
     return CrawlTarget(
         url=site or SUPABASE_DOCS,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from firechunk.publish import RUNS_DIR
-from firechunk.run.history import RunRow, list_runs
+if TYPE_CHECKING:
+    from firechunk.run.history import RunRow
 
 _HEADER = (
     f"{'run':<26} {'verdict':<11} {'pages':>6} {'chunks':>7} {'quar.':>6} "
@@ -25,6 +25,9 @@ def runs(
     """List the runs: id, verdict, pages, chunks, quarantined, upserts and deletes, tokens,
     seconds, when each started, the collection it loads into, and which one `latest`
     points at."""
+    from firechunk.publish import RUNS_DIR
+    from firechunk.run.history import list_runs
+
     if not (data_dir / RUNS_DIR).is_dir():
         typer.echo(f"no runs in {data_dir} yet")
         return

@@ -2,10 +2,44 @@
 
 `run_crawl` starts or resumes a job and leaves `data/raw/<crawl-id>/crawl.json`; see
 `firechunk.crawl.runner` for the steps and `firechunk.crawl.jobstate` for the files.
+
+The names below are imported on first use: the Firecrawl SDK takes most of a second to
+import, and what needs only `redact` or the default URL (every error line, `firechunk
+--help`) must not pay for it.
 """
 
-from firechunk.crawl.errors import CrawlError
-from firechunk.crawl.retry import RetryPolicy
-from firechunk.crawl.runner import CrawlOutcome, CrawlSettings, run_crawl
+from __future__ import annotations
 
-__all__ = ["CrawlError", "CrawlOutcome", "CrawlSettings", "RetryPolicy", "run_crawl"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from firechunk.crawl.errors import CrawlError
+    from firechunk.crawl.retry import RetryPolicy
+    from firechunk.crawl.runner import CrawlOutcome, CrawlSettings, run_crawl
+
+DEFAULT_API_URL = "https://api.firecrawl.dev"
+
+_HOMES = {
+    "CrawlError": "firechunk.crawl.errors",
+    "RetryPolicy": "firechunk.crawl.retry",
+    "CrawlOutcome": "firechunk.crawl.runner",
+    "CrawlSettings": "firechunk.crawl.runner",
+    "run_crawl": "firechunk.crawl.runner",
+}
+
+__all__ = [
+    "DEFAULT_API_URL",
+    "CrawlError",
+    "CrawlOutcome",
+    "CrawlSettings",
+    "RetryPolicy",
+    "run_crawl",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

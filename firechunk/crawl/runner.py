@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from firechunk.crawl import DEFAULT_API_URL
 from firechunk.crawl.client import CrawlApi, StatusPage, make_api
 from firechunk.crawl.download import TERMINAL_STATUSES, PageLog, download_results
 from firechunk.crawl.errors import (
@@ -62,7 +63,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Report = Callable[[str], None]
-DEFAULT_API_URL = "https://api.firecrawl.dev"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,145 @@
+"""How long `firechunk --version`, `firechunk --help` and one `firechunk search` take from
+process start: what a person waits for at the prompt, imports and start-up included.
+
+    python bench/startup.py [--runs 7] [--data-dir data/demo] [--question "..."]
+    python bench/startup.py --tree before=/tmp/fc-before --tree after=.   # side by side
+
+Each command is a fresh process of the venv's `firechunk` script, timed from spawn to exit
+with its output thrown away; the table shows the median and the range of `--runs` runs.
+The commands, and the trees with `--tree`, take turns run after run, so a machine whose
+load changes meanwhile slows every column alike. A tree is a source checkout (e.g. a `git
+archive` of another commit) put first on PYTHONPATH; without `--tree` the installed
+firechunk is timed. `search` needs a loaded database: `make demo` leaves one in data/demo.
+A command that fails stops the benchmark with its stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTION = "what happens to a message that keeps failing"
+INSTALLED = "installed"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One command line of one tree."""
+
+    command: str
+    tree: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+
+
+def firechunk_script() -> Path:
+    """The `firechunk` script beside this Python (the venv's), the one a user runs."""
+    script = Path(sys.executable).parent / "firechunk"
+    if not script.exists():
+        raise typer.BadParameter(f"{script} does not exist: run this with the venv's Python")
+    return script
+
+
+def tree_env(directory: Path | None) -> dict[str, str]:
+    """The environment of a run: the tree's sources first on the import path."""
+    env = dict(os.environ)
+    if directory is not None:
+        env["PYTHONPATH"] = str(directory.resolve())
+    return env
+
+
+def cases(trees: dict[str, Path | None], data_dir: Path, question: str) -> list[Case]:
+    script = str(firechunk_script())
+    search = ("search", question, "--data-dir", str(data_dir.resolve()), "-k", "3")
+    commands = {"--version": ("--version",), "--help": ("--help",), "search": search}
+    return [
+        Case(name, tree, (script, *args), tree_env(directory))
+        for name, args in commands.items()
+        for tree, directory in trees.items()
+    ]
+
+
+def timed(case: Case) -> float:
+    """Seconds from spawn to exit; a failure stops the benchmark, saying why."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        case.argv, env=case.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        stderr = done.stderr.decode(errors="replace").strip()
+        raise SystemExit(
+            f"{case.tree}: firechunk {case.command} exited {done.returncode}: {stderr}"
+        )
+    return seconds
+
+
+Times = dict[tuple[str, str], list[float]]  # (command, tree) -> seconds of each run
+
+
+def measure(all_cases: list[Case], runs: int) -> Times:
+    """Every case once per round, `runs` rounds, after one untimed round (cold caches)."""
+    for case in all_cases:
+        timed(case)
+    times: Times = {(case.command, case.tree): [] for case in all_cases}
+    for _ in range(runs):
+        for case in all_cases:
+            times[case.command, case.tree].append(timed(case))
+    return times
+
+
+def table(times: Times, trees: list[str]) -> str:
+    """Rows by command, a column per tree: median seconds and [fastest-slowest]."""
+    width = 22
+    lines = [f"{'command':<12}" + "".join(f"{tree:>{width}}" for tree in trees)]
+    for command in dict.fromkeys(command for command, _ in times):
+        cells = []
+        for tree in trees:
+            values = times[command, tree]
+            cell = f"{statistics.median(values):.2f} s [{min(values):.2f}-{max(values):.2f}]"
+            cells.append(f"{cell:>{width}}")
+        lines.append(f"{command:<12}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def parse_trees(specs: list[str] | None) -> dict[str, Path | None]:
+    if not specs:
+        return {INSTALLED: None}
+    trees: dict[str, Path | None] = {}
+    for spec in specs:
+        name, sep, directory = spec.partition("=")
+        if not sep or not (Path(directory) / "firechunk" / "cli.py").exists():
+            raise typer.BadParameter(f"{spec!r}: expected NAME=DIR, DIR a firechunk checkout")
+        trees[name] = Path(directory)
+    return trees
+
+
+def main(
+    runs: Annotated[int, typer.Option(min=1, help="Timed runs of each command.")] = 7,
+    data_dir: Annotated[Path, typer.Option(help="A data directory with a loaded database.")] = ROOT
+    / "data"
+    / "demo",
+    question: Annotated[str, typer.Option(help="What `search` asks.")] = QUESTION,
+    tree: Annotated[
+        list[str] | None,
+        typer.Option(metavar="NAME=DIR", help="A source checkout to time; repeatable."),
+    ] = None,
+) -> None:
+    """Median start-to-exit time of `firechunk --version`, `--help` and `search`."""
+    trees = parse_trees(tree)
+    times = measure(cases(trees, data_dir, question), runs)
+    typer.echo(f"median of {runs} runs, from process start to exit (fastest-slowest)")
+    typer.echo(table(times, list(trees)))
+
+
+if __name__ == "__main__":
+    typer.run(main)
