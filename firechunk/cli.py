@@ -15,6 +15,7 @@ from firechunk.commands.chunk import chunk
 from firechunk.commands.crawl import crawl
 from firechunk.commands.database import collections, load, search
 from firechunk.commands.exits import EXIT_CODES_HELP, handled, set_debug
+from firechunk.commands.help import Command, Group
 from firechunk.commands.rebuild import rebuild
 from firechunk.commands.runs import runs
 
@@ -33,6 +34,7 @@ app = typer.Typer(
     epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
+    cls=Group,
 )
 
 
@@ -52,7 +54,7 @@ def main(
 
 
 for command in (crawl, chunk, rebuild, load, search, collections, runs, automations):
-    app.command(epilog=EXIT_CODES_HELP)(handled(command))
+    app.command(cls=Command, epilog=EXIT_CODES_HELP)(handled(command))
 
 
 if __name__ == "__main__":

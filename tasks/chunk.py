@@ -24,6 +24,7 @@ from firechunk.run.executors import Executor
 from firechunk.run.outcomes import PackedOutcome, chunk_pages
 from firechunk.run.plan import PageInput
 from firechunk.run.stages import Chunked, RunStart, chunk_stage
+from firechunk.words import counted, reuse_phrase
 from tasks.runners import api_shared_with_workers
 
 PROGRESS_KEY = "chunking-progress"
@@ -70,14 +71,12 @@ def chunk_on_runner(start: RunStart, crawl_file: Path, runner: TaskRunner, worke
         start, crawl_file, on_task_runner(runner), workers=workers, progress=progress
     )
     update_progress_artifact(progress_id, progress=100.0)
+    reuse = reuse_phrase(chunked.pages_reused, chunked.pages_chunked, start.baseline_id, start.full)
     logger.info(
-        "%d pages in, %d to chunk (the others are the same URL or markdown): %d reused from "
-        "%s, %d chunked%s",
-        chunked.pages_in,
+        "%s in, %s to chunk (the others are the same URL or markdown): %s%s",
+        counted(chunked.pages_in, "page"),
         chunked.pages_to_chunk,
-        chunked.pages_reused,
-        f"run {start.baseline_id}" if start.reuse_from else "no run",
-        chunked.pages_chunked,
+        reuse,
         " in this process (too few to start workers)" if chunked.in_this_process else "",
     )
     return chunked

@@ -35,6 +35,7 @@ def automations(
     block: Annotated[
         str,
         typer.Option(
+            metavar="NAME",
             help="The notification block the automations send through: its name, or "
             "BLOCK-TYPE/NAME (e.g. slack-webhook/firechunk-alerts) when several types "
             "have a block of that name.",
@@ -42,7 +43,7 @@ def automations(
     ] = DEFAULT_BLOCK,
     directory: Annotated[
         Path,
-        typer.Option("--dir", help="Where the automation files are (*.yaml)."),
+        typer.Option("--dir", metavar="DIR", help="Where the automation files are (*.yaml)."),
     ] = AUTOMATIONS_DIR,
 ) -> None:
     """Create or update the automations in automations/*.yaml on the Prefect server that

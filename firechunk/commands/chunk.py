@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,12 +14,13 @@ from firechunk.commands.checks import check_data_dir, check_writable_dir
 from firechunk.commands.exits import CommandError, ExitCode
 from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
 from firechunk.tokens import DEFAULT_ENCODING
+from firechunk.words import counted, reuse_phrase
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-    from schemas.report import ChunkReport
+    from firechunk.run.stages import Written
 
 
 def chunk(
@@ -26,22 +29,29 @@ def chunk(
     ],
     data_dir: Annotated[
         Path,
-        typer.Option(envvar="FIRECHUNK_DATA_DIR", help="Data root: runs go to runs/<run-id>/."),
+        typer.Option(
+            envvar="FIRECHUNK_DATA_DIR",
+            metavar="DIR",
+            help="Data root: runs go to runs/<run-id>/, the published one is latest.",
+        ),
     ] = Path("data"),
     out: Annotated[
         Path | None,
         typer.Option(
+            metavar="DIR",
             help="Write the run to this new directory instead: validated, never "
-            "published, nothing reused."
+            "published, nothing reused.",
         ),
     ] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes for chunking.")] = 2,
+    workers: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Processes that chunk pages in parallel.")
+    ] = 2,
     full: Annotated[
         bool, typer.Option("--full", help="Chunk every page again, reusing nothing.")
     ] = False,
-    encoding: Annotated[str, typer.Option(help="tiktoken encoding that counts tokens.")] = (
-        DEFAULT_ENCODING
-    ),
+    encoding: Annotated[
+        str, typer.Option(metavar="NAME", help="tiktoken encoding that counts tokens.")
+    ] = (DEFAULT_ENCODING),
     allow_shrink: Annotated[
         bool,
         typer.Option(
@@ -86,16 +96,11 @@ def chunk(
             start = start_out_run(out, encoding=encoding, allow_partial=allow_partial)
     except (FileExistsError, ValueError) as error:
         raise CommandError(str(error)) from None
-    with _progress() as bar:
-        task = bar.add_task(f"chunking pages ({pages} crawled)", total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
+    with _chunking_bar(pages) as progress:
         written, outcome, result = run_here(
             start, crawl_file, process_pool(workers), workers=workers, progress=progress
         )
-    _summary(written.report, start.run_dir)
+    _summary(written, start.run_dir)
     if result is None:
         _console().print(format_outcome(outcome, start.run_dir))
     else:
@@ -125,16 +130,55 @@ def _progress() -> Progress:
     )
 
 
-def _summary(report: ChunkReport, run_dir: Path) -> None:
+@contextlib.contextmanager
+def _chunking_bar(crawled: int) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback whose bar shows from the first batch chunked and stops with the
+    last: a run that reuses every page shows none (the summary says what was reused), and
+    validation's time is not counted as chunking."""
+    bar = _progress()
+    task = None
+    running = False
+
+    def advance(done: int, total: int) -> None:
+        nonlocal task, running
+        if task is None:
+            bar.start()
+            task = bar.add_task(f"chunking pages ({crawled} crawled)", total=total)
+            running = True
+        bar.update(task, completed=done)
+        if done >= total:
+            stop()
+
+    def stop() -> None:
+        """Once: rich's stop prints a line of its own on a terminal-less stderr."""
+        nonlocal running
+        if running:
+            bar.stop()
+            running = False
+
+    try:
+        yield advance
+    finally:
+        stop()
+
+
+def _summary(written: Written, run_dir: Path) -> None:
     from firechunk.run.write import read_quarantine
 
+    report, changes = written.report, written.changes
     _console().print(
-        f"{report.pages_in} pages in: {report.pages_chunked} chunked, "
-        f"{report.pages_aliased} aliases, "
-        f"{report.pages_quarantined} quarantined -> {report.chunks_out} chunks "
+        f"{counted(report.pages_in, 'page')} in: {report.pages_chunked} chunked, "
+        f"{counted(report.pages_aliased, 'alias', 'aliases')}, "
+        f"{report.pages_quarantined} quarantined -> {counted(report.chunks_out, 'chunk')} "
         f"(median {report.chunk_tokens.p50} tokens, max {report.chunk_tokens.p100}), "
-        f"{report.duplicate_chunks_dropped} duplicate chunks dropped, {report.seconds:.2f} s"
+        f"{counted(report.duplicate_chunks_dropped, 'duplicate chunk')} dropped, "
+        f"{report.seconds:.2f} s"
     )
+    to_chunk = changes.pages_reused + changes.pages_rechunked
+    reuse = reuse_phrase(
+        changes.pages_reused, changes.pages_rechunked, changes.baseline, changes.full
+    )
+    _console().print(f"{counted(to_chunk, 'page')} to chunk: {reuse}")
     for record in read_quarantine(run_dir):
         _console().print(
             f"[yellow]quarantined[/yellow] {record.url}: {record.reason} {record.detail}"

@@ -38,53 +38,79 @@ def crawl(
     ] = None,
     exclude: Annotated[
         list[str] | None,
-        typer.Option("--exclude", metavar="PATTERN", help="Skip URL paths matching this."),
+        typer.Option(
+            "--exclude", metavar="PATTERN", help="Skip URL paths matching this pattern. Repeatable."
+        ),
     ] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="At most this many pages.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, metavar="N", help="At most this many pages.")
+    ] = None,
     api: Annotated[ApiVersion, typer.Option(help="Firecrawl API version.")] = "v2",
     api_url: Annotated[
         str,
         typer.Option(
-            envvar="FIRECRAWL_API_URL", help="Firecrawl API base URL (e.g. a self-hosted one)."
+            envvar="FIRECRAWL_API_URL",
+            metavar="URL",
+            help="Firecrawl API base URL (e.g. a self-hosted one).",
         ),
     ] = DEFAULT_API_URL,
     name: Annotated[
         str | None,
         typer.Option(
-            help="Name of the crawl (its job state is DATA_DIR/jobs/NAME.json). "
-            "Default: the URL's host and path and a hash of the options."
+            metavar="NAME",
+            help="Name of the crawl: its job state is DATA_DIR/jobs/NAME.json (default: the "
+            "URL's host and path and a hash of the options).",
         ),
     ] = None,
     recrawl: Annotated[
-        bool, typer.Option(help="Start a new job even if this crawl already has one.")
+        bool, typer.Option("--recrawl", help="Start a new job even if this crawl already has one.")
     ] = False,
     data_dir: Annotated[
-        Path, typer.Option(envvar="FIRECHUNK_DATA_DIR", help="Data root (jobs/, raw/).")
+        Path,
+        typer.Option(
+            envvar="FIRECHUNK_DATA_DIR",
+            metavar="DIR",
+            help="Data root: job states go to jobs/, crawls to raw/.",
+        ),
     ] = Path("data"),
     poll_interval: Annotated[
-        float, typer.Option(min=0.0, rich_help_panel=TUNING, help="First wait between polls.")
+        float,
+        typer.Option(
+            min=0.0, metavar="SECONDS", rich_help_panel=TUNING, help="First wait between polls."
+        ),
     ] = 2.0,
     max_poll_interval: Annotated[
-        float, typer.Option(min=0.0, rich_help_panel=TUNING, help="Longest wait between polls.")
+        float,
+        typer.Option(
+            min=0.0, metavar="SECONDS", rich_help_panel=TUNING, help="Longest wait between polls."
+        ),
     ] = 30.0,
     max_wait: Annotated[
         float | None,
         typer.Option(
             min=0.0,
+            metavar="SECONDS",
             rich_help_panel=TUNING,
             help="Stop waiting for a running job after this many seconds (a rerun resumes it).",
         ),
     ] = None,
     request_timeout: Annotated[
-        float, typer.Option(min=0.001, rich_help_panel=TUNING, help="Seconds per request.")
+        float,
+        typer.Option(
+            min=0.001, metavar="SECONDS", rich_help_panel=TUNING, help="Seconds per request."
+        ),
     ] = 60.0,
     retries: Annotated[
-        int, typer.Option(min=1, rich_help_panel=TUNING, help="Attempts per Firecrawl call.")
+        int,
+        typer.Option(
+            min=1, metavar="N", rich_help_panel=TUNING, help="Attempts per Firecrawl call."
+        ),
     ] = 6,
     retry_wait: Annotated[
         float,
         typer.Option(
             min=0.0,
+            metavar="SECONDS",
             rich_help_panel=TUNING,
             help="First backoff between attempts; it doubles up to 30 s, plus jitter.",
         ),

@@ -25,22 +25,39 @@ DEFAULT_DATA_DIR = Path("data")
 DEMO_DATA_DIR = Path("data/demo")  # where `make demo` loads the sample crawl
 
 DataDir = Annotated[
-    Path, typer.Option(envvar="FIRECHUNK_DATA_DIR", help="Data root (latest/, runs/).")
+    Path,
+    typer.Option(
+        envvar="FIRECHUNK_DATA_DIR",
+        metavar="DIR",
+        help="Data root: the published runs (latest, runs/) and the embedded database (postgres/).",
+    ),
 ]
 DbUrl = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Postgres URL (with pgvector); default: FIRECHUNK_DB_URL, else a Postgres "
-        "firechunk runs itself under DATA_DIR/postgres.",
+        metavar="URL",
+        help="Postgres URL, with pgvector (default: FIRECHUNK_DB_URL, else a Postgres "
+        "firechunk runs itself under DATA_DIR/postgres).",
         show_default=False,
     ),
 ]
 Collection = Annotated[
     str | None,
     typer.Option(
-        help="The collection (doc set) the rows go under; default: the one the run names, "
-        "its host and path (`firechunk runs` shows it).",
+        metavar="NAME",
+        help="The collection (doc set) the rows go under (default: the one the run names, "
+        "its host and path; `firechunk runs` shows it).",
+        show_default=False,
+    ),
+]
+SearchedCollection = Annotated[
+    str | None,
+    typer.Option(
+        "--collection",
+        metavar="NAME",
+        help="The collection to search (default: the only one the database holds; "
+        "`firechunk collections` lists them).",
         show_default=False,
     ),
 ]
@@ -52,10 +69,15 @@ EmbedderName = Annotated[
         "OpenAI-compatible API (key from OPENAI_API_KEY).",
     ),
 ]
-Model = Annotated[str | None, typer.Option(help="Model name for --embedder openai.")]
-Dimensions = Annotated[int | None, typer.Option(min=1, help="Dimensions for --embedder openai.")]
+Model = Annotated[
+    str | None, typer.Option(metavar="NAME", help="Model name for --embedder openai.")
+]
+Dimensions = Annotated[
+    int | None, typer.Option(min=1, metavar="N", help="Dimensions for --embedder openai.")
+]
 BaseUrl = Annotated[
-    str | None, typer.Option(help="API base URL for --embedder openai (default OpenAI's).")
+    str | None,
+    typer.Option(metavar="URL", help="API base URL for --embedder openai (default: OpenAI's)."),
 ]
 
 
@@ -63,7 +85,8 @@ def load(
     data_dir: DataDir = Path("data"),
     db: DbUrl = None,
     run: Annotated[
-        str, typer.Option(help="'latest' or the id of a run that passed validation.")
+        str,
+        typer.Option(metavar="RUN", help="'latest' or the id of a run that passed validation."),
     ] = "latest",
     collection: Collection = None,
     embedder: EmbedderName = "local",
@@ -81,6 +104,7 @@ def load(
         typer.Option(
             min=0.0,
             max=1.0,
+            metavar="SHARE",
             help="Largest net share of the collection's rows a load may remove (deleted "
             "minus added).",
         ),
@@ -116,8 +140,11 @@ def search(
     question: Annotated[str, typer.Argument(help="What to look for, as you would ask it.")],
     data_dir: DataDir = Path("data"),
     db: DbUrl = None,
-    k: Annotated[int, typer.Option("-k", "--top", min=1, max=100, help="How many chunks.")] = 5,
-    collection: Collection = None,
+    k: Annotated[
+        int,
+        typer.Option("--top", "-k", min=1, max=100, metavar="N", help="How many chunks to show."),
+    ] = 5,
+    collection: SearchedCollection = None,
     embedder: EmbedderName = "local",
     model: Model = None,
     dimensions: Dimensions = None,
@@ -339,4 +366,5 @@ def _progress_bar() -> Iterator:
     try:
         yield advance
     finally:
-        bar.stop()
+        if task is not None:  # rich's stop prints a line of its own on a terminal-less stderr
+            bar.stop()

@@ -14,6 +14,7 @@ MaxFailedPages = Annotated[
         "--max-failed-pages",
         min=0.0,
         max=1.0,
+        metavar="SHARE",
         help="The largest share of pages that may fail page-level expectations and be "
         "set aside (quarantined, their last good chunks kept) while the run publishes.",
     ),

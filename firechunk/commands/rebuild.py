@@ -35,6 +35,7 @@ def rebuild(
     replay: Annotated[
         Path | None,
         typer.Option(
+            metavar="FILE",
             help="A saved crawl (Firecrawl's result shape, e.g. data/raw/<id>/crawl.json): "
             "rebuild from it with no network and no API key.",
             exists=True,  # checked before Prefect starts: a typo costs no API start-up
@@ -42,20 +43,38 @@ def rebuild(
     ] = None,
     site: Annotated[
         str | None,
-        typer.Option(help="Site to crawl when not replaying (default: https://supabase.com/docs)."),
+        typer.Option(
+            metavar="URL",
+            help="Site to crawl when not replaying (default: https://supabase.com/docs).",
+        ),
     ] = None,
     include: Annotated[
         list[str] | None,
-        typer.Option("--include", metavar="PATTERN", help="Only crawl matching URL paths."),
+        typer.Option(
+            "--include",
+            metavar="PATTERN",
+            help="Only crawl URL paths matching this Firecrawl path pattern (a regex, "
+            "e.g. 'docs/guides/.*'). Repeatable.",
+        ),
     ] = None,
     exclude: Annotated[
         list[str] | None,
-        typer.Option("--exclude", metavar="PATTERN", help="Skip matching URL paths."),
+        typer.Option(
+            "--exclude", metavar="PATTERN", help="Skip URL paths matching this pattern. Repeatable."
+        ),
     ] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="At most this many pages.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, metavar="N", help="At most this many pages.")
+    ] = None,
     api: Annotated[ApiVersion, typer.Option(help="Firecrawl API version.")] = "v2",
     api_url: Annotated[
-        str | None, typer.Option(envvar="FIRECRAWL_API_URL", help="Firecrawl API base URL.")
+        str | None,
+        typer.Option(
+            envvar="FIRECRAWL_API_URL",
+            metavar="URL",
+            help="Firecrawl API base URL, e.g. a self-hosted one (default: "
+            "https://api.firecrawl.dev).",
+        ),
     ] = None,
     task_runner: Annotated[
         Literal["process", "dask"],
@@ -64,23 +83,36 @@ def rebuild(
     dask_address: Annotated[
         str | None,
         typer.Option(
-            help="Scheduler of an existing Dask cluster (tcp://host:8786); "
-            "default: a local cluster of --workers processes."
+            metavar="ADDRESS",
+            help="Scheduler of an existing Dask cluster, e.g. tcp://host:8786 (default: a "
+            "local cluster of --workers processes).",
         ),
     ] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Parallel chunking workers.")] = 2,
+    workers: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Processes that chunk pages in parallel.")
+    ] = 2,
     data_dir: Annotated[
-        Path, typer.Option(envvar="FIRECHUNK_DATA_DIR", help="Data root (raw/, jobs/, runs/).")
+        Path,
+        typer.Option(
+            envvar="FIRECHUNK_DATA_DIR",
+            metavar="DIR",
+            help="Data root: crawls go to raw/ and jobs/, runs to runs/<run-id>/, the "
+            "published one is latest.",
+        ),
     ] = Path("data"),
     secret_block: Annotated[
         str,
         typer.Option(
+            metavar="NAME",
             help="Prefect Secret block holding the Firecrawl API key; "
-            "when there is none, FIRECRAWL_API_KEY is used."
+            "when there is none, FIRECRAWL_API_KEY is used.",
         ),
     ] = "firecrawl-api-key",
     run_id: Annotated[
-        str | None, typer.Option(help="Name of the run directory (default: UTC time + suffix).")
+        str | None,
+        typer.Option(
+            metavar="ID", help="Name of the run directory (default: the UTC time and a suffix)."
+        ),
     ] = None,
     full: Annotated[
         bool,
@@ -94,6 +126,7 @@ def rebuild(
         int,
         typer.Option(
             min=0,
+            metavar="N",
             help="Once a run is published, keep this many finished runs in runs/ (the "
             "published one among them) and complete raw crawls in raw/, and remove older "
             "ones; 0 keeps everything.",
@@ -110,8 +143,9 @@ def rebuild(
     collection: Annotated[
         str | None,
         typer.Option(
-            help="With --load: the collection the rows go under; default: the one the run "
-            "names (its host and path).",
+            metavar="NAME",
+            help="With --load: the collection the rows go under (default: the one the run "
+            "names, its host and path).",
             show_default=False,
         ),
     ] = None,

@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from firechunk.words import counted
+
 if TYPE_CHECKING:  # the CLI reads the default; only the validate stage needs the rest
     import polars as pl
 
@@ -62,8 +64,9 @@ def pages_to_set_aside(
     allowed = math.floor(max_share * pages_table.height + 1e-9)
     if len(pages) > allowed:
         return SetAside(
-            refused=f"{len(pages)} pages failed page-level expectations, more than "
-            f"max_failed_pages allows ({max_share:.1%} of {pages_table.height} pages = {allowed})"
+            refused=f"{counted(len(pages), 'page')} failed page-level expectations, more than "
+            f"max_failed_pages allows ({max_share:.1%} of {counted(pages_table.height, 'page')} "
+            f"= {allowed})"
         )
     return SetAside(pages={url: tuple(names) for url, names in pages.items()})
 

@@ -1,0 +1,18 @@
+"""Counts and phrases the commands and the flow's log say the same way."""
+
+from __future__ import annotations
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 page`, `2 pages`: a count with its noun in the number it takes."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def reuse_phrase(reused: int, chunked: int, baseline: str | None, full: bool) -> str:
+    """What became of the pages to chunk: `11 reused from run X, 2 chunked`, or why none
+    was reused (a first run has no run to reuse from; --full reuses nothing)."""
+    if full:
+        return f"{chunked} chunked (--full: nothing reused)"
+    if baseline is None:
+        return f"{chunked} chunked (no earlier run to reuse from)"
+    return f"{reused} reused from run {baseline}, {chunked} chunked"
