@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,9 +70,38 @@ def keep_three(pages):
     pages[:] = pages[:3]
 
 
-def test_two_doc_sets_sharing_chunks_load_side_by_side_and_search_apart(db, model, tmp_path):
-    everything = publish(tmp_path / "all", tmp_path, "a")
-    guides = publish(tmp_path / "guides", tmp_path, "g", guides_only)
+@pytest.fixture(scope="module")
+def renamed(tmp_path_factory) -> Path:
+    """A data directory with two published runs: the sample (a), then the sample with the
+    product renamed on every page (b): most chunk ids change, no page goes."""
+    tmp = tmp_path_factory.mktemp("renamed")
+    publish(tmp / "data", tmp, "a")
+    return publish(tmp / "data", tmp, "b", rename_product)
+
+
+@pytest.fixture(scope="module")
+def guides(tmp_path_factory) -> Path:
+    """A data directory whose one run holds the sample's guides only."""
+    tmp = tmp_path_factory.mktemp("guides")
+    return publish(tmp / "data", tmp, "g", guides_only)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    """A data directory whose one run holds the sample's first three pages."""
+    tmp = tmp_path_factory.mktemp("small")
+    return publish(tmp / "data", tmp, "small", keep_three)
+
+
+@pytest.fixture
+def own_copy(renamed, tmp_path) -> Path:
+    """The renamed data directory copied, for a test that changes its files or starts an
+    embedded database in it."""
+    return Path(shutil.copytree(renamed, tmp_path / "data", symlinks=True))
+
+
+def test_two_doc_sets_sharing_chunks_load_side_by_side_and_search_apart(db, model, renamed, guides):
+    everything = renamed
     whole, part = texts(everything, "a"), texts(guides, "g")
     assert part.keys() < whole.keys()  # the guides' chunks are also the whole site's
     first = load(db, everything, "a", model)
@@ -93,9 +123,8 @@ def test_two_doc_sets_sharing_chunks_load_side_by_side_and_search_apart(db, mode
         assert "/reference/sql/reporting-schema" in in_all[0].url
 
 
-def test_an_edit_across_every_page_loads_without_allow_shrink(db, model, tmp_path):
-    data_dir = publish(tmp_path / "data", tmp_path, "a")
-    publish(data_dir, tmp_path, "b", rename_product)
+def test_an_edit_across_every_page_loads_without_allow_shrink(db, model, renamed):
+    data_dir = renamed
     before, after = texts(data_dir, "a"), texts(data_dir, "b")
     replaced = before.keys() - after.keys()
     assert len(replaced) > 0.5 * len(before)  # most chunks got new ids: it looks like loss
@@ -105,17 +134,15 @@ def test_an_edit_across_every_page_loads_without_allow_shrink(db, model, tmp_pat
     assert rows(db, data_dir) == after
 
 
-def test_a_real_shrink_is_still_refused(db, model, tmp_path):
-    data_dir = publish(tmp_path / "data", tmp_path, "a")
-    publish(data_dir, tmp_path, "small", keep_three, allow_shrink=True)
-    before, after = texts(data_dir, "a"), texts(data_dir, "small")
+def test_a_real_shrink_is_still_refused(db, model, renamed, small):
+    before, after = texts(renamed, "a"), texts(small, "small")
     assert len(after) < 0.5 * len(before)
-    load(db, data_dir, "a", model)
+    same = load(db, renamed, "a", model).collection
     with pytest.raises(LoadRefused, match="--allow-shrink"):
-        load(db, data_dir, "small", model)
-    assert rows(db, data_dir) == before
-    load(db, data_dir, "small", model, allow_shrink=True)
-    assert rows(db, data_dir) == after
+        load(db, small, "small", model, collection=same)
+    assert rows(db, renamed) == before
+    load(db, small, "small", model, collection=same, allow_shrink=True)
+    assert rows(db, renamed) == after
 
 
 class RacedBy(Counting):
@@ -133,35 +160,33 @@ class RacedBy(Counting):
         return super().embed(texts, progress)
 
 
-def test_an_older_run_never_replaces_a_newer_one(db, model, tmp_path):
-    data_dir = publish(tmp_path / "data", tmp_path, "old")
-    publish(data_dir, tmp_path, "new", rename_product)
-    newer = texts(data_dir, "new")
+def test_an_older_run_never_replaces_a_newer_one(db, model, renamed):
+    data_dir = renamed
+    newer = texts(data_dir, "b")
     # the older load commits after the newer one: refused at its commit
-    racer = RacedBy(model, lambda: load(db, data_dir, "new", model))
+    racer = RacedBy(model, lambda: load(db, data_dir, "b", model))
     with pytest.raises(LoadSuperseded, match="--force-older"):
-        load(db, data_dir, "old", racer)
+        load(db, data_dir, "a", racer)
     assert rows(db, data_dir) == newer
     # the older load starts after the newer one committed: refused before it embeds
     counting = Counting(model)
     with pytest.raises(LoadSuperseded):
-        load(db, data_dir, "old", counting)
+        load(db, data_dir, "a", counting)
     assert counting.embedded == 0 and rows(db, data_dir) == newer
-    load(db, data_dir, "old", model, force_older=True)
-    assert rows(db, data_dir) == texts(data_dir, "old")
+    load(db, data_dir, "a", model, force_older=True)
+    assert rows(db, data_dir) == texts(data_dir, "a")
 
 
-def test_the_flow_loads_a_run_only_while_it_is_latest(db, model, tmp_path):
-    data_dir = publish(tmp_path / "data", tmp_path, "a")
-    publish(data_dir, tmp_path, "b", rename_product)
+def test_the_flow_loads_a_run_only_while_it_is_latest(db, model, renamed):
+    data_dir = renamed
     with pytest.raises(LoadSuperseded, match="no longer the latest"):
         load(db, data_dir, "a", model, only_if_latest=True)
     assert rows(db, data_dir) == {}
     assert load(db, data_dir, "b", model, only_if_latest=True).run_id == "b"
 
 
-def test_text_postgres_cannot_take_is_cleaned_and_bounded(db, model, tmp_path):
-    data_dir = publish(tmp_path / "data", tmp_path, "a")
+def test_text_postgres_cannot_take_is_cleaned_and_bounded(db, model, own_copy):
+    data_dir = own_copy
     chunks_json = data_dir / "runs" / "a" / "chunks.json"
     chunks = json.loads(chunks_json.read_text())
     chunks[0]["metadata"]["page_title"] = "Getting\x00started"
@@ -184,10 +209,10 @@ def test_text_postgres_cannot_take_is_cleaned_and_bounded(db, model, tmp_path):
         assert len(title) == MAX_FIELD_CHARS
 
 
-def test_a_version_1_database_keeps_its_rows_under_their_site(db, model, tmp_path):
+def test_a_version_1_database_keeps_its_rows_under_their_site(db, model, renamed):
     """Rows a v1 loader stored under scheme and host become the run's collection, without
     embedding anything again."""
-    data_dir = publish(tmp_path / "data", tmp_path, "a")
+    data_dir = renamed
     run = published_run(data_dir, "a")
     with connect(db, data_dir) as conn:
         conn.execute("create table firechunk_schema (version integer not null)")
@@ -235,10 +260,8 @@ def test_a_question_that_is_not_utf8_is_bad_input(tmp_path):
     assert b"not valid UTF-8" in done.stderr and b"Traceback" not in done.stderr
 
 
-def test_a_damaged_embedded_database_says_how_to_rebuild_it(tmp_path):
-    data_dir = tmp_path / "data"
-    start = start_run(data_dir)
-    run_here(start, ROOT / "data" / "sample" / "crawl.json")
+def test_a_damaged_embedded_database_says_how_to_rebuild_it(own_copy):
+    data_dir = own_copy
     runner = CliRunner()
     loaded = runner.invoke(app, ["load", "--data-dir", str(data_dir)])
     assert loaded.exit_code == 0, loaded.output
@@ -274,15 +297,17 @@ app(["load", "--data-dir", data_dir])
 
 
 @pytest.mark.parametrize("moment", ["_embed", "_apply"])
-def test_a_load_killed_while_embedding_or_copying_leaves_the_database_whole(tmp_path, moment):
+def test_a_load_killed_while_embedding_or_copying_leaves_the_database_whole(
+    own_copy, tmp_path, moment
+):
     """SIGKILL mid-load, then `firechunk load` again: the database holds latest, and no
     Postgres process of the data directory outlives the second load."""
     from tests.test_embedded_postgres import no_server_left, wait_until
 
-    data_dir = publish(tmp_path / "data", tmp_path, "a")
+    data_dir = own_copy
     runner = CliRunner()
-    assert runner.invoke(app, ["load", "--data-dir", str(data_dir)]).exit_code == 0
-    publish(data_dir, tmp_path, "b", rename_product)
+    loaded = runner.invoke(app, ["load", "--data-dir", str(data_dir), "--run", "a"])
+    assert loaded.exit_code == 0, loaded.output
     marker = tmp_path / "reached"
     child = subprocess.Popen(
         [sys.executable, "-c", _KILLED, str(data_dir), moment, str(marker)],
