@@ -1,4 +1,6 @@
-"""Flow-run names that say what was built and when: `supabase.com/docs 2026-11-22 03:00 UTC`.
+"""Flow-run names that say what was built and when:
+`supabase.com/docs (guides, reference/cli) 2026-11-22 03:00 UTC`, or for a replayed crawl
+`docs.example.com/docs replay of crawl.json 2026-11-22 03:00 UTC`.
 
 The date is the run's scheduled start, so a nightly run is named for the night it belongs
 to even if a worker picked it up late.
@@ -6,28 +8,84 @@ to even if a worker picked it up late.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
-from pathlib import PurePath
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 from prefect.runtime import flow_run
 
+from firechunk.run.collection import default_collection
+from firechunk.run.write import REPORT_JSON
+
 SUPABASE_DOCS = "https://supabase.com/docs"
+MAX_SECTIONS = 4  # include patterns named; the rest are counted
+_SOURCE_URL = re.compile(rb'"sourceURL"\s*:\s*"([^"\\]*)"')
+_REGEX_TAIL = re.compile(r"(/\?|/?\.\*|/?\*|\$|/)+$")
 
 
 def site_and_date() -> str:
-    """The flow-run name: the site (or the crawl file a run replays) and the UTC date."""
-    parameters = flow_run.parameters or {}
-    what = _site(parameters.get("site_url"))
-    source = next(
-        (parameters[key] for key in ("replay", "crawl_file", "run_dir") if parameters.get(key)),
-        None,
-    )
-    if source:
-        name = PurePath(str(source)).name
-        what = f"{what} replay of {name}" if what else name
+    """The flow-run name: what the run builds (see `what_is_built`) and the UTC date."""
     when = flow_run.scheduled_start_time or datetime.now(UTC)
-    return f"{what or 'run'} {when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    return f"{what_is_built(flow_run.parameters or {})} {when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def what_is_built(parameters: dict[str, Any]) -> str:
+    """The site a run's pages come from: for a crawl, `site_url` and its include patterns
+    (`supabase.com/docs (guides, reference/cli)`); for a replayed crawl or a written run,
+    the site its own pages are on (the `site_url` default is not what a replay holds),
+    then the file or run it replays."""
+    key = next((key for key in ("replay", "crawl_file", "run_dir") if parameters.get(key)), None)
+    if key is None:
+        return _crawled(parameters.get("site_url"), parameters.get("include_paths")) or "run"
+    source = Path(str(parameters[key]))
+    site = _run_site(source) if key == "run_dir" else _crawl_site(source)
+    return f"{site} replay of {source.name}" if site else source.name
+
+
+def _crawled(url: object, include_paths: object) -> str:
+    """`host/path (pattern, pattern)`: each include pattern without the site's path and
+    the regex tail, so the name says which sections were crawled."""
+    site = _site(url)
+    if not site or not isinstance(include_paths, list) or not include_paths:
+        return site
+    prefix = site.partition("/")[2]
+    sections = [_section(str(pattern), prefix) for pattern in include_paths]
+    shown = sections[:MAX_SECTIONS]
+    more = len(sections) - len(shown)
+    return f"{site} ({', '.join(shown)}{f', +{more} more' if more else ''})"
+
+
+def _section(pattern: str, prefix: str) -> str:
+    """`docs/guides/.*` under `supabase.com/docs` is `guides`."""
+    bare = pattern.lstrip("^").strip("/")
+    if prefix and bare.startswith(f"{prefix}/"):
+        bare = bare[len(prefix) + 1 :]
+    bare = _REGEX_TAIL.sub("", bare)
+    return bare or pattern
+
+
+def _crawl_site(crawl_file: Path) -> str:
+    """The host and shared path of the crawl's pages (`firechunk.run.collection`), read from
+    the page URLs alone: a name must not wait for a whole crawl to be parsed. Empty when the
+    file cannot be read."""
+    try:
+        text = crawl_file.read_bytes()
+    except OSError:
+        return ""
+    urls = [url.decode("utf-8", "replace") for url in _SOURCE_URL.findall(text)]
+    return default_collection(urls) if urls else ""
+
+
+def _run_site(run_dir: Path) -> str:
+    """The collection a written run names in its report.json; empty when it names none."""
+    try:
+        named = orjson.loads((run_dir / REPORT_JSON).read_bytes()).get("collection")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return ""
+    return named if isinstance(named, str) else ""
 
 
 def _site(url: object) -> str:

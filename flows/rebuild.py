@@ -27,6 +27,7 @@ from schemas.publish import PublishResult
 from tasks.artifacts import report_to_dashboard, timed
 from tasks.chunk import chunk_on_runner
 from tasks.crawl import DEFAULT_SECRET_BLOCK
+from tasks.database import database_reported
 from tasks.load import DB_SECRET_BLOCK, EmbedderName, load_database
 from tasks.run import RunNotPublished, prune_old_runs, publish, start, validate, write
 from tasks.runners import TaskRunnerKind, make_task_runner
@@ -64,7 +65,8 @@ def rebuild(
 
     The run is written to `data_dir/runs/<run-id>/` and becomes `data_dir/latest` only if
     it passed validation; a failed validation fails the flow run after the dashboard has
-    the report. Pages the last good run chunked are reused unless `full`.
+    the report. Pages the last good run chunked are reused unless `full`. Every night ends
+    with what the database holds on the dashboard (`rebuild-database`), loaded or not.
 
     Args:
         site_url: The documentation site Firecrawl crawls (ignored with `replay`).
@@ -111,46 +113,50 @@ def rebuild(
         The run's id, directory and validation verdict, and whether it was published.
     """
     check_keep(keep_runs)  # before any work: a typo must not cost a crawl
-    seconds: dict[str, float] = {}
-    if replay is None:
-        with timed(seconds, "crawl"):
-            replay = crawl_flow(
-                site_url=site_url,
-                include_paths=include_paths,
-                exclude_paths=exclude_paths,
-                limit=limit,
-                api_version=api_version,
-                api_url=api_url,
-                data_dir=data_dir,
-                secret_block=secret_block,
+    with database_reported(data_dir, collection, load, db_secret_block) as night:
+        seconds: dict[str, float] = {}
+        if replay is None:
+            with timed(seconds, "crawl"):
+                replay = crawl_flow(
+                    site_url=site_url,
+                    include_paths=include_paths,
+                    exclude_paths=exclude_paths,
+                    limit=limit,
+                    api_version=api_version,
+                    api_url=api_url,
+                    data_dir=data_dir,
+                    secret_block=secret_block,
+                )
+        # Every run, published or not, before it takes space: failed nights must not fill the disk.
+        removed = prune_old_runs(data_dir, keep_runs, replay)
+        run = start(data_dir, run_id, full, allow_shrink, allow_partial, max_failed_pages)
+        night.run_id = run.run_id
+        with timed(seconds, "chunk"):
+            chunk_on_runner(
+                run, replay, make_task_runner(task_runner, workers, dask_address), workers
             )
-    # Every run, published or not, before it takes space: failed nights must not fill the disk.
-    removed = prune_old_runs(data_dir, keep_runs, replay)
-    run = start(data_dir, run_id, full, allow_shrink, allow_partial, max_failed_pages)
-    with timed(seconds, "chunk"):
-        chunk_on_runner(run, replay, make_task_runner(task_runner, workers, dask_address), workers)
-    with timed(seconds, "write"):
-        write(run)
-    try:
-        with timed(seconds, "validate + publish"):
-            result = publish(run, validate(run))
-    except RunNotPublished as failed:  # the dashboard gets the report, then the flow fails
+        with timed(seconds, "write"):
+            write(run)
+        try:
+            with timed(seconds, "validate + publish"):
+                result = publish(run, validate(run))
+        except RunNotPublished as failed:  # the dashboard gets the report, then the flow fails
+            seconds["total"] = sum(seconds.values())
+            report_to_dashboard(read_report(run.run_dir), seconds, failed.result, trend=False)
+            raise
         seconds["total"] = sum(seconds.values())
-        report_to_dashboard(read_report(run.run_dir), seconds, failed.result)
-        raise
-    seconds["total"] = sum(seconds.values())
-    removed += prune_old_runs(data_dir, keep_runs, replay)
-    report_to_dashboard(read_report(run.run_dir), seconds, result, removed)
-    if load:
-        load_database(
-            data_dir,
-            result.run_id,
-            embedder,
-            embedding_model,
-            embedding_dimensions,
-            embedding_base_url,
-            allow_shrink,
-            collection=collection,
-            db_secret_block=db_secret_block,
-        )
-    return result
+        removed += prune_old_runs(data_dir, keep_runs, replay)
+        report_to_dashboard(read_report(run.run_dir), seconds, result, removed, trend=False)
+        if load:
+            load_database(
+                data_dir,
+                result.run_id,
+                embedder,
+                embedding_model,
+                embedding_dimensions,
+                embedding_base_url,
+                allow_shrink,
+                collection=collection,
+                db_secret_block=db_secret_block,
+            )
+        return result

@@ -5,7 +5,9 @@ tonight, and is it like the other nights" without opening the worker's disk.
 - `rebuild-pages-added`, `-changed`, `-removed`, `rebuild-quarantine`: the URLs behind the
   counts, with each quarantined page's reason (`report_pages`, from the write stage);
 - `rebuild-chunk-sizes`: a histogram of chunk token counts;
-- `rebuild-trend`: the last nights on disk side by side (`firechunk.run.history`);
+- `rebuild-trend`, `rebuild-trend-chart`: the last nights on disk side by side
+  (`firechunk.run.history`), as a table and as bars (`tasks.trend_chart`), with the run
+  the database holds marked where the flow looked (`tasks.database`);
 - `validation-report`, `rebuild-outputs`, `run-directory`: the verdict and where the files
   are, as paths (the files are on the worker's machine; a browser opens no file:// link).
 
@@ -26,9 +28,10 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from firechunk.db.held import Held
 from firechunk.publish import RUNS_DIR
 from firechunk.run.changes import CHANGES_JSON
-from firechunk.run.history import list_runs
+from firechunk.run.history import RunRow, list_runs
 from firechunk.run.sizes import Bucket, size_histogram, token_counts
 from firechunk.run.write import QUARANTINE_JSONL, read_quarantine
 from firechunk.validate.report import REPORT_HTML
@@ -37,6 +40,7 @@ from schemas.changes import ChangeSet, PageChange
 from schemas.publish import PublishResult
 from schemas.report import ChunkReport, QuarantineRecord
 from schemas.validation import ValidationOutcome
+from tasks.trend_chart import trend_svg
 
 SUMMARY_KEY = "rebuild-summary"
 VALIDATION_KEY = "validation-report"
@@ -48,6 +52,7 @@ REMOVED_KEY = "rebuild-pages-removed"
 QUARANTINE_KEY = "rebuild-quarantine"
 SIZES_KEY = "rebuild-chunk-sizes"
 TREND_KEY = "rebuild-trend"
+TREND_CHART_KEY = "rebuild-trend-chart"
 
 TREND_RUNS = 14  # two weeks of nights
 MAX_ROWS = 200  # of a URL table: a first run adds every page, thousands of them
@@ -70,9 +75,11 @@ def report_to_dashboard(
     seconds: dict[str, float],
     result: PublishResult | None = None,
     removed: list[str] | None = None,
+    trend: bool = True,
 ) -> None:
     """The summary table always; once validated (passed or not) the validation report, the
-    trend of the last nights, and where the files are.
+    trend of the last nights (unless `trend` is false: the rebuild draws it last, once it
+    knows what the database holds), and where the files are.
     `removed`: the old runs and raw crawls the rebuild removed after publishing."""
     create_table_artifact(
         summary_rows(report, seconds, result, removed),
@@ -87,12 +94,8 @@ def report_to_dashboard(
         key=VALIDATION_KEY,
         description="Great Expectations results of this run",
     )
-    if run_dir.parent.name == RUNS_DIR:  # a run of a data directory, beside its other nights
-        create_table_artifact(
-            trend_rows(run_dir.parent.parent),
-            key=TREND_KEY,
-            description=f"The last {TREND_RUNS} runs on disk, newest first: figures and verdict",
-        )
+    if trend and run_dir.parent.name == RUNS_DIR:  # a run of a data directory, beside its others
+        trend_to_dashboard(run_dir.parent.parent)
     create_markdown_artifact(
         outputs_markdown(result), key=OUTPUTS_KEY, description="Where this run's files are"
     )
@@ -295,9 +298,49 @@ def _more(total: int, source: str, blanks: dict[str, Any]) -> list[dict[str, Any
     return [{"url": f"… and {total - MAX_ROWS} more: all {total} are in {source}", **blanks}]
 
 
-def trend_rows(data_dir: Path) -> list[dict[str, Any]]:
-    """One row per run on disk, the newest TREND_RUNS, newest first."""
-    return [row.as_table_row() for row in list_runs(data_dir, TREND_RUNS)]
+def trend_to_dashboard(data_dir: Path, held: Held | None = None) -> None:
+    """The newest TREND_RUNS runs on disk as a table and as bars; `held`: what the
+    database holds, None where the flow did not look."""
+    runs = list_runs(data_dir, TREND_RUNS)
+    held_run = held.run_id if held else None
+    create_table_artifact(
+        trend_rows(runs, held_run), key=TREND_KEY, description=trend_description(runs, held)
+    )
+    create_markdown_artifact(
+        trend_markdown(runs, held_run),
+        key=TREND_CHART_KEY,
+        description="Chunks, pages, quarantined and seconds of the last nights, oldest left",
+    )
+
+
+def trend_rows(runs: list[RunRow], held_run: str | None = None) -> list[dict[str, Any]]:
+    """One row per run, newest first; `db` marks the run the database holds."""
+    return [row.as_table_row(loaded=row.run_id == held_run) for row in runs]
+
+
+def trend_description(runs: list[RunRow], held: Held | None) -> str:
+    """What the columns mean, the collection, and which run the database holds: the
+    table's own cells stay narrow."""
+    collection = next((row.collection for row in runs if row.collection), None)
+    if held is None:
+        database = "db: not read by this flow"
+    elif held.problem is not None:
+        database = "db: the database could not be read"
+    elif held.run_id is None:
+        database = "db: the database holds no run of it"
+    else:
+        database = f"db: yes for the run the database holds ({held.run_id})"
+    return (
+        f"The last {TREND_RUNS} runs on disk{f' of {collection}' if collection else ''}, "
+        f"newest first. status latest: passed, and `latest` points at it; {database}; "
+        "quar.: pages quarantined; upsert, delete: chunk ids; s: seconds."
+    )
+
+
+def trend_markdown(runs: list[RunRow], held_run: str | None = None) -> str:
+    """A heading and the bars (inline SVG, which the dashboard renders)."""
+    nights = min(len(runs), TREND_RUNS)
+    return f"# The last {nights} run{'s' * (nights != 1)}\n\n{trend_svg(runs, held_run)}\n"
 
 
 def sizes_markdown(buckets: list[Bucket]) -> str:

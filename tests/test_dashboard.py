@@ -10,21 +10,27 @@ from __future__ import annotations
 import json
 import os
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 from prefect.client.schemas.objects import StateType
+from typer.testing import CliRunner
 
-from firechunk.run.history import list_runs
+from firechunk.cli import app
+from firechunk.db.held import Held, current_collection, read_held, runs_behind, sync_state
+from firechunk.run.history import RunRow, list_runs
 from firechunk.run.sizes import size_histogram, token_counts
 from firechunk.validate.report import REPORT_HTML, write_report_from_files
 from firechunk.validate.suites import validate_run
+from flows.names import what_is_built
 from flows.rebuild import rebuild
 from schemas.changes import PageChange
 from schemas.report import QuarantineRecord
 from tasks.artifacts import MAX_ROWS, TREND_RUNS, added_rows, quarantine_rows
+from tasks.database import database_markdown
 from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of, task_runs_of
 from tests.synthetic_runs import clean_run, over_limit_run
 
@@ -81,23 +87,27 @@ def empty_crawl(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def nights(prefect_api, tmp_path_factory) -> dict[str, Any]:
-    """Three rebuilds of one data directory: the sample, a night with pages added, changed
-    and removed, then (after a run killed before it finished) a night that fails
-    validation. {run id: (flow run state, run directory)} and the data directory."""
+    """Three rebuilds of one data directory: the sample, loaded into the embedded database;
+    a night with pages added, changed and removed, not loaded; then (after a run killed
+    before it finished) a night that fails validation, with `load` on.
+    {run id: flow run state} and the data directory."""
     tmp = tmp_path_factory.mktemp("nights")
     data_dir = tmp / "data"
     crawls = {
-        "night-1": SAMPLE_CRAWL,
-        "night-2": night_two_crawl(tmp / "night-2.json"),
-        "night-3": empty_crawl(tmp / "night-3.json"),
+        "night-1": (SAMPLE_CRAWL, True),
+        "night-2": (night_two_crawl(tmp / "night-2.json"), False),
+        "night-3": (empty_crawl(tmp / "night-3.json"), True),
     }
     states = {}
-    for run_id, crawl in crawls.items():
-        if run_id == "night-3":
-            (data_dir / "runs" / "killed").mkdir()  # no run.json, no status: killed early
-        states[run_id] = rebuild(
-            replay=crawl, data_dir=data_dir, run_id=run_id, workers=1, return_state=True
-        )
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("FIRECHUNK_DB_URL", raising=False)  # the embedded database under data_dir
+        for run_id, (crawl, load) in crawls.items():
+            if run_id == "night-3":
+                (data_dir / "runs" / "killed").mkdir()  # no run.json, no status: killed early
+            states[run_id] = rebuild(
+                replay=crawl, data_dir=data_dir, run_id=run_id, workers=1, load=load,
+                return_state=True,
+            )  # fmt: skip
     return {"data_dir": data_dir, "states": states}
 
 
@@ -151,32 +161,116 @@ def test_figures_are_numbers_and_the_urls_behind_the_counts_are_listed(nights):
 def test_the_trend_has_a_row_per_run_on_disk_with_its_verdict(nights):
     data_dir = nights["data_dir"]
     state = nights["states"]["night-3"]
-    trend = rows_of(artifacts_of(state.state_details.flow_run_id)["rebuild-trend"])
+    artifacts = artifacts_of(state.state_details.flow_run_id)
+    trend = rows_of(artifacts["rebuild-trend"])
 
-    assert [(row["run"], row["verdict"]) for row in trend] == [
-        ("night-3", "failed"),
-        ("killed", "unfinished"),
-        ("night-2", "passed (latest)"),
-        ("night-1", "passed"),
+    assert [(row["run"], row["status"], row["db"]) for row in trend] == [
+        ("night-3", "failed", None),
+        ("killed", "unfinished", None),
+        ("night-2", "latest", None),
+        ("night-1", "passed", "yes"),  # the run the database holds
     ]
     assert len([path for path in (data_dir / "runs").iterdir() if path.is_dir()]) == len(trend)
     for row in trend:
         if row["run"] == "killed":
-            assert row["pages"] is None and row["seconds"] is None
+            assert row["pages"] is None and row["s"] is None
             continue
         run_dir = data_dir / "runs" / row["run"]
         report = json.loads((run_dir / "report.json").read_text())
         changes = json.loads((run_dir / "changes.json").read_text())
-        assert (row["pages"], row["chunks"], row["tokens"], row["quarantined"]) == (
+        assert (row["pages"], row["chunks"], row["quar."]) == (
             report["pages_in"],
             report["chunks_out"],
-            report["tokens_in_chunks"],
             report["pages_quarantined"],
         )
-        assert (row["upserts"], row["deletes"]) == (len(changes["upsert"]), len(changes["delete"]))
-        assert isinstance(row["seconds"], float) and row["seconds"] > 0
+        assert (row["upsert"], row["delete"]) == (len(changes["upsert"]), len(changes["delete"]))
+        assert isinstance(row["s"], float) and row["s"] > 0
     night_1 = trend[-1]
-    assert night_1["upserts"] == night_1["chunks"] and night_1["deletes"] == 0
+    assert night_1["upsert"] == night_1["chunks"] and night_1["delete"] == 0
+    # Narrow enough for the dashboard at 1400 px: nine short columns, the rest said once.
+    assert list(trend[0]) == [
+        "run", "status", "db", "pages", "chunks", "quar.", "upsert", "delete", "s"
+    ]  # fmt: skip
+    described = artifacts["rebuild-trend"].description
+    assert "docs.example.com/docs" in described and "(night-1)" in described
+
+
+def test_the_trend_is_drawn_as_bars_the_dashboard_renders(nights):
+    state = nights["states"]["night-3"]
+    chart = artifacts_of(state.state_details.flow_run_id)["rebuild-trend-chart"].data
+    svg = chart[chart.index("<svg") : chart.index("</svg>") + len("</svg>")]
+
+    assert chart.startswith("# The last 4 runs")
+    # An HTML block to the markdown renderer: the opening tag on a line of its own, no blank
+    # line inside; colours as attributes, since the dashboard drops style attributes.
+    assert re.search(r"^<svg [^\n]*>$", chart, re.MULTILINE)
+    assert "\n\n" not in svg and "style" not in svg
+    for title in ("chunks", "pages", "quarantined", "seconds"):
+        assert f'font-weight="bold">{title}</text>' in svg
+    assert svg.count("<title>night-1: ") == 4 and svg.count("<title>night-3: ") == 4
+    assert "<title>killed: – (unfinished)</title>" in svg  # no figures: a dot, not a bar
+    assert svg.count("<title>the run the database holds</title>") == 4 + 1  # + the legend
+
+
+def database_of(state) -> str:
+    return artifacts_of(state.state_details.flow_run_id)["rebuild-database"].data
+
+
+def test_every_night_says_what_the_database_holds(nights):
+    states, data_dir = nights["states"], nights["data_dir"]
+    chunks = json.loads((data_dir / "runs" / "night-1" / "report.json").read_text())["chunks_out"]
+
+    loaded = database_of(states["night-1"])
+    assert loaded.startswith("# The database holds this run\n")
+    assert "| collection | docs.example.com/docs |" in loaded
+    assert "| run held | night-1 |" in loaded and f"| rows (chunks) | {chunks} |" in loaded
+    assert "| in sync | this run |" in loaded and "all-MiniLM-L6-v2" in loaded
+    assert re.search(r"\| loaded at \| \d{4}-\d\d-\d\d \d\d:\d\d UTC \|", loaded)
+
+    not_loaded = database_of(states["night-2"])
+    assert not_loaded.startswith("# The database is behind by 1 run: it holds run night-1\n")
+    assert "Run night-2 was published but not loaded: the flow ran with `load` off." in not_loaded
+    assert "| this run | night-2 (passed) |" in not_loaded
+
+    # Written before the failed validation failed the flow run.
+    failed = states["night-3"]
+    assert failed.type == StateType.FAILED
+    said = database_of(failed)
+    assert said.startswith("# The database is behind by 1 run: it holds run night-1\n")
+    assert "Run night-3 failed validation" in said and "| this run | night-3 (failed) |" in said
+    tasks = {
+        run.name.rsplit("-", 1)[0]: run.state_type
+        for run in task_runs_of(failed.state_details.flow_run_id)
+    }
+    assert tasks["report-database"] == StateType.COMPLETED and "load-database" not in tasks
+
+
+def test_runs_lists_the_run_the_database_holds_and_how_far_behind_it_is(nights, tmp_path):
+    data_dir = nights["data_dir"]
+    listed = CliRunner().invoke(app, ["runs", "--data-dir", str(data_dir)])
+    assert listed.exit_code == 0, listed.output
+    header, columns, *lines = listed.output.splitlines()
+    assert header.startswith("database: docs.example.com/docs holds run night-1 (")
+    assert header.endswith("): behind by 1 run")
+    assert columns.split()[:3] == ["run", "verdict", "loaded"]
+    rows = {line.split()[0]: line.split()[1:3] for line in lines}
+    assert rows["night-1"] == ["passed", "yes"] and rows["night-2"][:2] == ["passed", "13"]
+
+    unreachable = CliRunner().invoke(
+        app, ["runs", "--data-dir", str(data_dir), "--db", "postgresql://nobody@127.0.0.1:1/x"]
+    )
+    assert unreachable.exit_code == 0, unreachable.output
+    header, _, *lines = unreachable.output.splitlines()
+    assert header.startswith("database: docs.example.com/docs: cannot read it: cannot connect")
+    assert all(line.split()[2] == "?" for line in lines)
+
+    never = tmp_path / "never-loaded"
+    (never / "runs" / "r1").mkdir(parents=True)
+    (never / "runs" / "r1" / "run.json").write_text("{}")
+    (never / "runs" / "r1" / "report.json").write_text('{"collection": "x.test/docs"}')
+    listed = CliRunner().invoke(app, ["runs", "--data-dir", str(never)])
+    assert listed.output.splitlines()[0] == "database: x.test/docs: not loaded"
+    assert not (never / "postgres").exists()  # nothing made or started to find that out
 
 
 def test_a_failed_validation_fails_its_task_and_still_fills_the_dashboard(nights):
@@ -298,3 +392,69 @@ def test_runs_are_listed_newest_first_from_their_files(tmp_path):
     assert (rows[1].upserts, rows[1].deletes, rows[1].seconds) == (2, 1, 15.2)
     assert [r.run_id for r in list_runs(tmp_path, limit=2)] == ["c-broken", "b-new"]
     assert TREND_RUNS == 14 and list_runs(tmp_path / "nowhere") == []
+
+
+def test_a_database_that_cannot_be_reached_does_not_fail_the_night(
+    prefect_api, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FIRECHUNK_DB_URL", "postgresql://nobody:secret-pw@127.0.0.1:1/x")
+    state = rebuild(
+        replay=SAMPLE_CRAWL, data_dir=tmp_path / "data", workers=1, run_id="n", return_state=True
+    )
+    assert state.is_completed(), state.message
+    said = database_of(state)
+    assert said.startswith("# The database cannot be read\n")
+    assert "cannot connect to postgresql://nobody:***@127.0.0.1:1/x" in said
+    assert "secret-pw" not in said and "| in sync | unknown: the database cannot be read |" in said
+
+
+def row(run_id: str, verdict: str, age: int, latest: bool = False) -> RunRow:
+    started = datetime(2026, 11, 22, 3, tzinfo=UTC) - timedelta(days=age)
+    return RunRow(run_id, verdict, started, latest, collection="x.test/docs")
+
+
+def test_behind_counts_the_published_runs_newer_than_the_one_held():
+    runs = [row("e", "failed", 0), row("d", "passed", 1, latest=True), row("c", "superseded", 2),
+            row("b", "passed", 3), row("a", "passed", 4)]  # fmt: skip
+    held = Held("x.test/docs", run_id="b")
+    assert runs_behind(held, runs) == 1 and sync_state(held, runs) == "behind by 1 run"
+    assert sync_state(Held("x.test/docs", run_id="a"), runs) == "behind by 2 runs"
+    assert sync_state(Held("x.test/docs", run_id="d"), runs, this_run="e") == "up to date"
+    assert sync_state(Held("x.test/docs", run_id="d"), runs, this_run="d") == "this run"
+    assert sync_state(Held("x.test/docs"), runs) == "not loaded"
+    pruned = Held("x.test/docs", run_id="gone", run_started=runs[2].started)
+    assert runs_behind(pruned, runs) == 1  # not on disk: counted by when it started
+    assert current_collection(runs) == "x.test/docs"
+
+
+def test_the_database_artifact_says_why_this_run_is_not_the_one_held():
+    runs = [row("c", "passed", 0, latest=True), row("b", "failed", 1), row("a", "passed", 2)]
+    nothing = database_markdown(Held("x.test/docs"), runs, runs[0], load=False)
+    assert nothing.startswith("# The database holds nothing of this collection: not loaded\n")
+    assert "| run held | none |" in nothing and "| in sync | not loaded |" in nothing
+    held_a = Held("x.test/docs", run_id="a", chunks=9, model="m", dimensions=3)
+    refused = database_markdown(held_a, runs, runs[0], load=True)
+    assert "its load did not complete" in refused and "| dimensions | 3 |" in refused
+    no_run = database_markdown(held_a, runs, None, load=True)
+    assert "This night wrote no run" in no_run and "| this run | none |" in no_run
+
+
+def test_a_database_is_read_without_creating_or_starting_one(tmp_path):
+    assert read_held(None, tmp_path, "x.test/docs") == Held("x.test/docs")
+    assert not (tmp_path / "postgres").exists()
+    unreachable = read_held("postgresql://u:pw@127.0.0.1:1/x", tmp_path, "x.test/docs", timeout=2)
+    assert unreachable.run_id is None and "u:***@127.0.0.1:1" in unreachable.problem
+
+
+def test_a_run_is_named_for_the_site_its_pages_come_from(tmp_path):
+    sections = ["docs/guides/.*", "docs/reference/javascript/.*", "^/docs/reference/cli/?$"]
+    nightly = {"site_url": "https://supabase.com/docs", "include_paths": sections}
+    assert (
+        what_is_built(nightly) == "supabase.com/docs (guides, reference/javascript, reference/cli)"
+    )
+    assert what_is_built({"site_url": "https://supabase.com/docs"}) == "supabase.com/docs"
+    many = {**nightly, "include_paths": [f"docs/s{i}/.*" for i in range(6)]}
+    assert what_is_built(many) == "supabase.com/docs (s0, s1, s2, s3, +2 more)"
+    replay = {"site_url": "https://supabase.com/docs", "replay": str(SAMPLE_CRAWL)}
+    assert what_is_built(replay) == "docs.example.com/docs replay of crawl.json"
+    assert what_is_built({"crawl_file": str(tmp_path / "gone.json")}) == "gone.json"

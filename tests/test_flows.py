@@ -66,6 +66,8 @@ DASHBOARD_KEYS = {
     "rebuild-quarantine",
     "rebuild-chunk-sizes",
     "rebuild-trend",
+    "rebuild-trend-chart",
+    "rebuild-database",
 }
 
 
@@ -92,7 +94,7 @@ def test_rebuild_replays_the_sample_publishes_and_fills_the_dashboard(
     run_id = state.state_details.flow_run_id
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     name = flow_run(run_id).name
-    assert name.startswith("supabase.com/docs replay of crawl.json ") and today in name
+    assert name.startswith("docs.example.com/docs replay of crawl.json ") and today in name
 
     artifacts = artifacts_of(run_id)
     assert set(artifacts) >= DASHBOARD_KEYS

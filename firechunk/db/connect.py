@@ -57,16 +57,21 @@ def embedded_server(data_dir: Path, create: bool = True) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def connect(url: str | None, data_dir: Path, create: bool = True) -> Iterator[psycopg.Connection]:
+def connect(
+    url: str | None, data_dir: Path, create: bool = True, timeout: int = 15
+) -> Iterator[psycopg.Connection]:
     """A connection (autocommit off) to `url`, or to the embedded database under
     `data_dir` (`create`: see `embedded_server`), with pgvector's types registered once the
-    extension exists."""
+    extension exists. `timeout`: seconds to wait for the server to answer; a command that
+    only glances at the database (`firechunk runs`) waits less than a load."""
     if url:
         check_url(url)
     with contextlib.ExitStack() as stack:
         target = url or stack.enter_context(embedded_server(data_dir, create))
         try:
-            conn = stack.enter_context(psycopg.connect(target, connect_timeout=15, **_KEEPALIVES))
+            conn = stack.enter_context(
+                psycopg.connect(target, connect_timeout=timeout, **_KEEPALIVES)
+            )
         except psycopg.Error as error:
             where = redact(target) if url else f"the embedded database in {data_dir}"
             message = redact(str(error).strip().splitlines()[0] if str(error) else repr(error))

@@ -68,6 +68,12 @@ _guard = threading.Lock()
 _in_use: dict[tuple[int, Path], tuple[str, int]] = {}  # (pid, cluster) -> (url, users)
 
 
+def exists(data_dir: Path) -> bool:
+    """Whether the embedded database under `data_dir` was ever made (the first load makes
+    it): a reader that finds none knows nothing was loaded, without starting anything."""
+    return (data_dir.resolve() / CLUSTER_DIR / "PG_VERSION").exists()
+
+
 @contextlib.contextmanager
 def running(data_dir: Path, create: bool = True) -> Iterator[str]:
     """The URL of the server under `data_dir`, started or joined; stopped on leaving unless

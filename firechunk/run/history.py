@@ -44,20 +44,21 @@ class RunRow:
     seconds: float | None = None  # chunk + write (report.json) + validation (summary.json)
     collection: str | None = None  # the vector database collection it loads into
 
-    def as_table_row(self) -> dict[str, Any]:
-        """The row of a table artifact: numbers stay numbers, the time is UTC text."""
+    def as_table_row(self, loaded: bool = False) -> dict[str, Any]:
+        """The row of a table artifact, narrow enough that no column is cut off at 1400 px:
+        numbers stay numbers, "latest" stands for "passed, and `latest` points at it", and
+        `loaded` says the database holds this run. The run id says when it started; the
+        collection, the same for every run of a data directory, goes in the description."""
         return {
             "run": self.run_id,
-            "verdict": self.verdict + (" (latest)" if self.latest else ""),
+            "status": "latest" if self.latest else self.verdict,
+            "db": "yes" if loaded else None,
             "pages": self.pages,
             "chunks": self.chunks,
-            "tokens": self.tokens,
-            "upserts": self.upserts,
-            "deletes": self.deletes,
-            "quarantined": self.quarantined,
-            "seconds": self.seconds,
-            "started (UTC)": f"{self.started:%Y-%m-%d %H:%M}",
-            "collection": self.collection,
+            "quar.": self.quarantined,
+            "upsert": self.upserts,
+            "delete": self.deletes,
+            "s": self.seconds,
         }
 
 

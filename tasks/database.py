@@ -1,0 +1,169 @@
+"""The end of every rebuild night on the dashboard: what the database holds, and the trend.
+
+Whatever became of the night (published and loaded, failed validation, published but not
+loaded, a load refused, a crawl that failed), its last artifacts answer "what does the
+database hold, and is it this run?": `rebuild-database` (the collection, the run held, its
+rows, when it was loaded, the model, and "this run", "up to date", "behind by N runs" or
+"not loaded"), then the trend with that run marked (`tasks.artifacts.trend_to_dashboard`).
+
+The database is the load's (`tasks.load`: the Secret block, else FIRECHUNK_DB_URL, else
+the embedded Postgres under the data directory), read without creating anything: where the
+embedded one was never made, nothing is loaded. A database that cannot be read never fails
+the night; the artifact says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from firechunk.db.connect import DB_URL_ENV
+from firechunk.db.held import Held, current_collection, read_held, sync_state, utc_minute
+from firechunk.run.history import RunRow, list_runs
+from tasks.artifacts import trend_to_dashboard
+from tasks.load import DB_SECRET_BLOCK
+from tasks.secrets import secret_or_env
+
+DATABASE_KEY = "rebuild-database"
+MODEL_CHARS = 60  # of the embedding model's name, which may describe its whole build
+
+
+@dataclass
+class Night:
+    """What the flow has got to: the run it started, once it has one."""
+
+    run_id: str | None = None
+
+
+@contextlib.contextmanager
+def database_reported(
+    data_dir: Path, collection: str | None, load: bool, db_secret_block: str = DB_SECRET_BLOCK
+) -> Iterator[Night]:
+    """Run the night's block, then put the database and the trend on the dashboard, also
+    when the block raised (before the exception fails the flow run). Not when it was
+    interrupted (Ctrl-C, a cancellation): that night is being stopped, not reported."""
+    night = Night()
+    try:
+        yield night
+    except Exception:
+        _report(data_dir, night, collection, load, db_secret_block)
+        raise
+    _report(data_dir, night, collection, load, db_secret_block)
+
+
+def _report(
+    data_dir: Path, night: Night, collection: str | None, load: bool, db_secret_block: str
+) -> None:
+    # The state, not the result: a failure to report must neither fail a good night nor
+    # hide why a bad one failed.
+    database_to_dashboard(
+        data_dir, night.run_id, collection, load, db_secret_block, return_state=True
+    )
+
+
+@task(name="report-database", cache_policy=NO_CACHE)
+def database_to_dashboard(
+    data_dir: Path,
+    run_id: str | None,
+    collection: str | None = None,
+    load: bool = False,
+    db_secret_block: str = DB_SECRET_BLOCK,
+) -> Held:
+    """`rebuild-database` and the trend, for run `run_id` (None: the night wrote no run)
+    of `data_dir`; `collection`: the flow's, else the run's, else the data directory's."""
+    data_dir = Path(data_dir)
+    runs = list_runs(data_dir)
+    this = next((row for row in runs if row.run_id == run_id), None)
+    chosen = collection or (this.collection if this else None) or current_collection(runs)
+    held = _read(data_dir, chosen, db_secret_block)
+    headline = _headline(held, runs, this)
+    get_run_logger().info("%s (%s)", headline, chosen or "no collection yet")
+    create_markdown_artifact(
+        database_markdown(held, runs, this, load),
+        key=DATABASE_KEY,
+        description=f"{headline} ({chosen or 'no collection yet'})",
+    )
+    trend_to_dashboard(data_dir, held)
+    return held
+
+
+def _read(data_dir: Path, collection: str | None, db_secret_block: str) -> Held:
+    """The load's database, read; a Secret block that cannot be read is a problem shown."""
+    try:
+        url, _ = secret_or_env(db_secret_block, DB_URL_ENV)
+    except Exception as error:  # noqa: BLE001 - the Prefect API, not this night, failed
+        return Held(
+            collection, problem=f"cannot read the Secret block {db_secret_block!r}: {error}"
+        )
+    return read_held(url, data_dir, collection)
+
+
+def database_markdown(held: Held, runs: list[RunRow], this: RunRow | None, load: bool) -> str:
+    """A heading that answers the question, why this run is or is not the one held, and
+    the sync row as a table."""
+    lines = [f"# {_headline(held, runs, this)}", "", _why(held, this, load), ""]
+    if held.problem is not None:
+        lines += [f"The database could not be read: `{held.problem}`", ""]
+    lines += ["| figure | value |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in _figures(held, runs, this)]
+    return "\n".join(lines) + "\n"
+
+
+def _headline(held: Held, runs: list[RunRow], this: RunRow | None) -> str:
+    state = sync_state(held, runs, this.run_id if this else None)
+    if held.collection is None:
+        return "No run here names a collection yet: nothing to look up"
+    if held.problem is not None:
+        return "The database cannot be read"
+    if held.run_id is None:
+        return "The database holds nothing of this collection: not loaded"
+    if state == "this run":
+        return "The database holds this run"
+    if state == "up to date":
+        return f"The database is up to date: it holds run {held.run_id}, not this one"
+    return f"The database is {state}: it holds run {held.run_id}"
+
+
+def _why(held: Held, this: RunRow | None, load: bool) -> str:
+    """Why this night's run is not the one held, from what it left on disk."""
+    if this is None:
+        return "This night wrote no run (it stopped before chunking)."
+    if held.problem is not None:
+        return f"Whether it holds run {this.run_id} ({this.verdict}) is not known."
+    if held.run_id == this.run_id:
+        return f"Run {this.run_id} was published and loaded."
+    if this.verdict == "failed":
+        return f"Run {this.run_id} failed validation (or publishing it was refused): not loaded."
+    if this.verdict == "superseded":
+        return f"Run {this.run_id} was superseded by a run published while it ran: not loaded."
+    if this.verdict != "passed":
+        return f"Run {this.run_id} did not finish ({this.verdict}): not loaded."
+    if not load:
+        return f"Run {this.run_id} was published but not loaded: the flow ran with `load` off."
+    return (
+        f"Run {this.run_id} was published; its load did not complete (see the load-database task)."
+    )
+
+
+def _figures(held: Held, runs: list[RunRow], this: RunRow | None) -> list[tuple[str, object]]:
+    """Short cells: a markdown table is cut, not wrapped, at the dashboard's width."""
+    return [
+        ("collection", held.collection or "– (no run names one yet)"),
+        ("run held", held.run_id or "none"),
+        ("rows (chunks)", "–" if held.chunks is None else held.chunks),
+        ("loaded at", utc_minute(held.loaded_at) if held.loaded_at else "–"),
+        ("model", _clip(held.model, MODEL_CHARS) if held.model else "–"),
+        ("dimensions", "–" if held.dimensions is None else held.dimensions),
+        ("this run", f"{this.run_id} ({this.verdict})" if this else "none"),
+        ("in sync", sync_state(held, runs, this.run_id if this else None)),
+    ]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
