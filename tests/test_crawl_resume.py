@@ -45,9 +45,10 @@ NAME = "docs"
 
 
 def _kill_when_reached(process, gate) -> None:
-    assert gate.reached.wait(timeout=30), "the crawl never reached the held request"
+    # Generous: a loaded machine may take long to start the interpreter and reach it.
+    assert gate.reached.wait(timeout=180), "the crawl never reached the held request"
     process.kill()  # SIGKILL: no clean-up code runs
-    process.communicate(timeout=30)
+    process.communicate(timeout=60)
     gate.release.set()
 
 

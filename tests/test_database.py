@@ -299,7 +299,7 @@ def test_kill_9_during_a_load_leaves_the_previous_run_and_the_next_load_complete
     with connect(db, runs) as conn:  # uncommitted: readers still see run a
         assert conn.execute("select run_id from firechunk_sync").fetchone() == ("a",)
     child.send_signal(signal.SIGKILL)
-    child.wait(timeout=10)
+    child.wait(timeout=60)
     assert held(db, runs) == run_texts(runs, "a")
     result = load(db, runs, "c", model)  # the lock died with the session: this one runs
     assert result.run_id == "c" and held(db, runs) == run_texts(runs, "c")
@@ -346,19 +346,33 @@ def _table(artifact) -> list[dict]:
     return json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
 
 
+# Sessions idle in a transaction this long are ended. Generous, so the load's own steps
+# inside its transaction never come near it on a loaded machine; its embedding, before
+# the transaction, takes longer (`Slow`).
+IDLE_IN_TRANSACTION_SECONDS = 10
+
+
 class Slow(Counting):
     """The real embedder, taking its time: what a first load of thousands of chunks does."""
 
+    def __init__(self, inner, pause: float):
+        super().__init__(inner)
+        self.pause = pause
+
     def embed(self, texts, progress=None):
-        time.sleep(2.5)
+        time.sleep(self.pause)
+        self.pause = 0.0  # once is enough to outlast the timeout
         return super().embed(texts, progress)
 
 
 def test_embedding_happens_outside_the_transaction(db, runs, model):
-    """A server that ends sessions idle in a transaction for 1 s still takes a load whose
-    embedding takes longer."""
+    """A server that ends sessions idle in a transaction still takes a load whose embedding
+    takes longer than that."""
     with psycopg.connect(db, autocommit=True) as admin:
         name = admin.info.dbname
-        admin.execute(f"alter database {name} set idle_in_transaction_session_timeout = '1s'")
-    result = load(db, runs, "a", Slow(model))
+        timeout = f"{IDLE_IN_TRANSACTION_SECONDS}s"
+        admin.execute(
+            f"alter database {name} set idle_in_transaction_session_timeout = '{timeout}'"
+        )
+    result = load(db, runs, "a", Slow(model, pause=IDLE_IN_TRANSACTION_SECONDS + 1))
     assert result.inserted == len(run_texts(runs, "a")) and held(db, runs) == run_texts(runs, "a")

@@ -32,7 +32,10 @@ linux_only = pytest.mark.skipif(
 )
 
 WORKER_TIMEOUT = 120.0  # a loaded machine starts Prefect's API slowly
-GRACE = 3.0  # seconds the kernel is given to end what the command left
+# How long what the command left may take to end. Polled, so it costs nothing once they
+# are gone: on a loaded two-core machine they were gone only after 10 s (a fixed 3 s wait
+# failed there); one still running after this long was never going to end.
+LEFT_TIMEOUT = 120.0
 # A child younger than this may be a fork about to exec another program (it shows its
 # parent's command line until then), not a worker.
 SETTLED = 0.5
@@ -124,8 +127,8 @@ def kill_while_chunking(
     cli: subprocess.Popen, log: Path, workers=workers_of
 ) -> tuple[list[str], list[str]]:
     """SIGKILL the command once a chunking worker runs (`workers` finds them); return what
-    ran then and what is left `GRACE` seconds later (in its process group, or recorded
-    before the kill)."""
+    ran then and what is still left (in its process group, or recorded before the kill)
+    once it all ended or `LEFT_TIMEOUT` passed."""
     deadline = time.monotonic() + WORKER_TIMEOUT
     while not workers(running := in_group(cli.pid)):
         assert cli.poll() is None, f"exited {cli.returncode} before chunking:\n{log.read_text()}"
@@ -135,10 +138,17 @@ def kill_while_chunking(
     described = describe(running)
     cli.send_signal(signal.SIGKILL)
     cli.wait()
-    time.sleep(GRACE)
-    left = {process.pid: process for process in in_group(cli.pid)}
+    deadline = time.monotonic() + LEFT_TIMEOUT
+    while (left := leftovers(cli.pid, recorded)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return described, describe(left)
+
+
+def leftovers(group: int, recorded: list[psutil.Process]) -> list[psutil.Process]:
+    """What still runs of process group `group` or of the processes `recorded`."""
+    left = {process.pid: process for process in in_group(group)}
     left.update((process.pid, process) for process in recorded if alive(process))
-    return described, describe(list(left.values()))
+    return list(left.values())
 
 
 def alive(process: psutil.Process) -> bool:
