@@ -217,13 +217,15 @@ def collections(data_dir: DataDir = Path("data"), db: DbUrl = None) -> None:
 
 def describe(result) -> str:
     """One line of what a load did."""
+    from firechunk.words import counted
+
     if not result.changed:
         return (
             f"{result.collection}: the database already holds run {result.run_id} "
-            f"({result.chunks} chunks); nothing changed, nothing embedded."
+            f"({counted(result.chunks, 'chunk')}); nothing changed, nothing embedded."
         )
     return (
-        f"{result.collection}: loaded run {result.run_id} ({result.chunks} chunks): "
+        f"{result.collection}: loaded run {result.run_id} ({counted(result.chunks, 'chunk')}): "
         f"{result.inserted} inserted, {result.updated} updated, {result.deleted} deleted, "
         f"{result.embedded} embedded, in {result.seconds:.1f} s."
     )
