@@ -3,8 +3,9 @@
 The crawl itself is `firechunk.crawl.run_crawl`; what Prefect adds is task retries. A retry
 resumes the same Firecrawl job from its state file (no new credits), so only errors that a
 rerun can get past are retried: a poll that ran out of time, a short download, a network
-error that outlasted the per-call retries. A missing key, a failed or expired job, an
-unclear start call or a job state that cannot be trusted need a person, so they fail at once.
+error that outlasted the per-call retries. A missing key, a key or account Firecrawl
+refuses (401, 402, 403), a failed or expired job, an unclear start call or a job state that
+cannot be trusted need a person, so they fail at once.
 
 The API key is looked up inside the task and handed to `run_crawl` only: it is never a task
 or flow parameter (parameters are recorded by the Prefect API) and never logged.
@@ -21,6 +22,7 @@ from prefect.states import State
 
 from firechunk.crawl import CrawlOutcome, CrawlSettings, run_crawl
 from firechunk.crawl.errors import (
+    AccessRefusedError,
     CrawlError,
     JobFailedError,
     JobNotFoundError,
@@ -38,6 +40,7 @@ DEFAULT_SECRET_BLOCK = "firecrawl-api-key"
 # Errors a rerun cannot fix: retrying them would only repeat the same message.
 _NEEDS_A_PERSON = (
     MissingApiKeyError,
+    AccessRefusedError,
     TargetMismatchError,
     StartOutcomeUnknownError,
     JobNotFoundError,

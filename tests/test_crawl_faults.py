@@ -13,6 +13,8 @@ with the job state kept. The real firecrawl-py client talks to the local server.
     500 on every attempt of a page                clear error, state `downloading` + cursor;
                                                   a rerun finishes with no new job
     401 on start (bad key)                        clear error, no job, no state left
+    401 / 402 / 403 on start or a poll            AccessRefusedError: no rerun gets past it,
+                                                  so the flow's crawl task is not retried
     job ends `failed`                             clear error, its pages kept, no crawl.json
     job expired (404) while polling / downloading clear error saying so, pages kept;
                                                   --recrawl starts a new job
@@ -27,6 +29,7 @@ import pytest
 
 from firechunk.crawl import CrawlError, run_crawl
 from firechunk.crawl.errors import (
+    AccessRefusedError,
     DownloadError,
     JobFailedError,
     JobNotFoundError,
@@ -163,6 +166,16 @@ def test_refused_start_leaves_no_job_and_no_state(tmp_path):
             _crawl(server, tmp_path)
         assert server.start_calls == 0
     assert not (tmp_path / "jobs" / f"{NAME}.json").exists()
+
+
+@pytest.mark.parametrize("status", [401, 402, 403])
+@pytest.mark.parametrize("where", ["start", "status"])
+def test_a_refused_key_or_account_is_an_error_no_rerun_gets_past(tmp_path, status, where):
+    with _server() as server:
+        server.add_faults(where, *[Fault(status=status)] * 6)
+        with pytest.raises(AccessRefusedError, match=f"HTTP {status}"):
+            _crawl(server, tmp_path)
+        assert server.count(where) == 1  # not retried either
 
 
 def test_unreachable_api_on_start_is_retried_then_reported(tmp_path):

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from firechunk.cli import app
 from firechunk.crawl.errors import (
+    AccessRefusedError,
     CrawlError,
     DownloadError,
     JobFailedError,
@@ -311,6 +312,7 @@ def test_crawl_flow_falls_back_to_the_environment_then_fails_fast_without_a_key(
         (DownloadError("short download"), True),
         (CrawlError("HTTP 503 after 6 attempts; run again to resume"), True),
         (MissingApiKeyError("no key"), False),
+        (AccessRefusedError("HTTP 401: invalid token"), False),
         (TargetMismatchError("other options"), False),
         (JobFailedError("job failed"), False),
         (ValueError("a bug"), False),

@@ -11,6 +11,11 @@ class MissingApiKeyError(CrawlError):
     """Starting or resuming a job needs a Firecrawl API key and none was given."""
 
 
+class AccessRefusedError(CrawlError):
+    """Firecrawl refused the key or the account (401, 402, 403): a rerun would send the same
+    key for the same account, so a person must act (a valid key, credits)."""
+
+
 class CrawlInUseError(CrawlError):
     """Another process is running the same crawl right now."""
 

@@ -28,6 +28,8 @@ from firechunk.crawl.failures import (
 from firechunk.crawl.redact import redact
 
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+# The key or the account refused: no retry, here or by a rerun, gets past these.
+ACCESS_REFUSED_STATUS = frozenset({401, 402, 403})
 
 
 @dataclass(frozen=True)

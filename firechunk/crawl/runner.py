@@ -27,6 +27,7 @@ from firechunk.crawl import DEFAULT_API_URL
 from firechunk.crawl.client import CrawlApi, StatusPage, make_api
 from firechunk.crawl.download import TERMINAL_STATUSES, PageLog, download_results
 from firechunk.crawl.errors import (
+    AccessRefusedError,
     CrawlError,
     DownloadError,
     JobFailedError,
@@ -47,6 +48,7 @@ from firechunk.crawl.jobstate import (
     save_state,
 )
 from firechunk.crawl.retry import (
+    ACCESS_REFUSED_STATUS,
     RetryPolicy,
     describe,
     is_transient,
@@ -201,7 +203,7 @@ class _CrawlRun:
         state.error = self._describe(error)
         self._save(state)
         tip = advice(failure_kind(error, status_of(error)), status_of(error))
-        return CrawlError(
+        return _error_for_status(status_of(error))(
             f"Firecrawl job {state.job_id}: {state.error}{'; ' + tip if tip else ''}. "
             f"The job state is kept in "
             f"{self.state_file} ({state.pages_saved} pages saved); run again to resume."
@@ -253,7 +255,7 @@ class _CrawlRun:
                 self._save(replacing)
             else:
                 self.state_file.unlink(missing_ok=True)
-            return CrawlError(self._not_started(error, status))
+            return _error_for_status(status)(self._not_started(error, status))
         state.error = f"the start call ended with {self._describe(error)}"
         self._save(state)
         return StartOutcomeUnknownError(f"{state.error}. {_START_UNKNOWN_ADVICE}")
@@ -419,6 +421,12 @@ _START_UNKNOWN_ADVICE = (
     "Firecrawl may or may not have created a job (and may be spending credits on it); "
     "check the active crawls of your account, then run with --recrawl to start a new job"
 )
+
+
+def _error_for_status(status: int | None) -> type[CrawlError]:
+    """The error a failed call raises: one no rerun gets past when Firecrawl refused the
+    key or the account (the flow's crawl task is not retried for it, `tasks.crawl`)."""
+    return AccessRefusedError if status in ACCESS_REFUSED_STATUS else CrawlError
 
 
 def _origin(url: str) -> str:
