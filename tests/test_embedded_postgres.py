@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -107,7 +108,7 @@ def test_as_root_nothing_outside_the_data_directory_changes(tmp_path):
     assert loaded.returncode == 0, loaded.stderr
     found = firechunk("search", "failed deliveries", "--data-dir", str(data_dir), "-k", "1")
     assert found.returncode == 0, found.stderr
-    assert found.stdout.startswith("1. https://docs.example.com/")
+    assert re.match(r"1\. \[[0-9.]+\] https://docs\.example\.com/", found.stdout), found.stdout
 
     assert outside_state(data_dir) == before
     assert no_server_left(data_dir)

@@ -174,12 +174,14 @@ def _start(cluster: Path) -> str:
 
 def _stop(cluster: Path) -> None:
     """A fast shutdown (sessions ended, then a checkpoint); a postmaster still alive after
-    it is killed, and postgres recovers on the next start."""
+    it is killed, and postgres recovers on the next start. Its end is watched here, not by
+    `pg_ctl -w`, which looks every 100 ms: most of a short command's stop was that wait."""
     postmaster = _postmaster(cluster)
     if postmaster is None:
         return
     sockets = _socket_dir_of(cluster)
-    _run("pg_ctl", "-D", str(cluster), "-m", "fast", "-w", "-t", str(_STOP_SECONDS), "stop")
+    _run("pg_ctl", "-D", str(cluster), "-m", "fast", "-W", "stop")
+    _wait(lambda: _postmaster(cluster) != postmaster, _STOP_SECONDS, step=0.005)
     if _postmaster(cluster) == postmaster:
         with contextlib.suppress(ProcessLookupError):
             os.kill(postmaster, signal.SIGKILL)
@@ -199,13 +201,13 @@ def _url(cluster: Path) -> str | None:
     return None
 
 
-def _wait(done: Callable[[], bool], seconds: float) -> bool:
-    """Whether `done` came true within `seconds`."""
+def _wait(done: Callable[[], bool], seconds: float, step: float = 0.05) -> bool:
+    """Whether `done` came true within `seconds`, asked every `step` seconds."""
     deadline = time.monotonic() + seconds
     while not done():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.05)
+        time.sleep(step)
     return True
 
 
