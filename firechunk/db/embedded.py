@@ -175,7 +175,7 @@ def _start(cluster: Path) -> str:
 def _stop(cluster: Path) -> None:
     """A fast shutdown (sessions ended, then a checkpoint); a postmaster still alive after
     it is killed, and postgres recovers on the next start. Its end is watched here, not by
-    `pg_ctl -w`, which looks every 100 ms: most of a short command's stop was that wait."""
+    `pg_ctl -w`, which looks every 100 ms: a short command waited up to that long past it."""
     postmaster = _postmaster(cluster)
     if postmaster is None:
         return
