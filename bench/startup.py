@@ -5,7 +5,8 @@ process start: what a person waits for at the prompt, imports and start-up inclu
     python bench/startup.py --tree before=/tmp/fc-before --tree after=.   # side by side
 
 Each command is a fresh process of the venv's `firechunk` script, timed from spawn to exit
-with its output thrown away; the table shows the median and the range of `--runs` runs.
+with its output thrown away; the table shows the median and the range of `--runs` runs,
+and the median CPU time, which a busy machine moves less.
 The commands, and the trees with `--tree`, take turns run after run, so a machine whose
 load changes meanwhile slows every column alike. A tree is a source checkout (e.g. a `git
 archive` of another commit) put first on PYTHONPATH; without `--tree` the installed
@@ -16,6 +17,7 @@ A command that fails stops the benchmark with its stderr.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -68,22 +70,33 @@ def cases(trees: dict[str, Path | None], data_dir: Path, question: str) -> list[
     ]
 
 
-def timed(case: Case) -> float:
-    """Seconds from spawn to exit; a failure stops the benchmark, saying why."""
+def timed(case: Case) -> tuple[float, float]:
+    """Seconds from spawn to exit, and the CPU seconds the process (and the children it
+    waited for) used; a failure stops the benchmark, saying why."""
+    cpu_before = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(
         case.argv, env=case.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     seconds = time.perf_counter() - start
+    cpu = _children_cpu() - cpu_before
     if done.returncode != 0:
         stderr = done.stderr.decode(errors="replace").strip()
         raise SystemExit(
             f"{case.tree}: firechunk {case.command} exited {done.returncode}: {stderr}"
         )
-    return seconds
+    return seconds, cpu
 
 
-Times = dict[tuple[str, str], list[float]]  # (command, tree) -> seconds of each run
+def _children_cpu() -> float:
+    """User and system seconds of the children waited for so far. Less moved by other
+    work on the machine than the wall time: a busy machine makes a command wait for a
+    core, not use more of one (the embedded Postgres is not counted: it is not a child)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+Times = dict[tuple[str, str], list[tuple[float, float]]]  # (command, tree) -> (wall, cpu)
 
 
 def measure(all_cases: list[Case], runs: int) -> Times:
@@ -98,14 +111,17 @@ def measure(all_cases: list[Case], runs: int) -> Times:
 
 
 def table(times: Times, trees: list[str]) -> str:
-    """Rows by command, a column per tree: median seconds and [fastest-slowest]."""
-    width = 22
+    """Rows by command, a column per tree: median seconds, [fastest-slowest], median CPU."""
+    width = 34
     lines = [f"{'command':<12}" + "".join(f"{tree:>{width}}" for tree in trees)]
     for command in dict.fromkeys(command for command, _ in times):
         cells = []
         for tree in trees:
-            values = times[command, tree]
-            cell = f"{statistics.median(values):.2f} s [{min(values):.2f}-{max(values):.2f}]"
+            wall = [seconds for seconds, _ in times[command, tree]]
+            cpu = statistics.median(used for _, used in times[command, tree])
+            cell = (
+                f"{statistics.median(wall):.2f} s [{min(wall):.2f}-{max(wall):.2f}] cpu {cpu:.2f} s"
+            )
             cells.append(f"{cell:>{width}}")
         lines.append(f"{command:<12}" + "".join(cells))
     return "\n".join(lines)
@@ -136,8 +152,13 @@ def main(
 ) -> None:
     """Median start-to-exit time of `firechunk --version`, `--help` and `search`."""
     trees = parse_trees(tree)
+    load_before = os.getloadavg()[0]
     times = measure(cases(trees, data_dir, question), runs)
-    typer.echo(f"median of {runs} runs, from process start to exit (fastest-slowest)")
+    typer.echo(
+        f"median of {runs} runs, from process start to exit [fastest-slowest], and median "
+        f"CPU time; load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
+        f"on {os.cpu_count()} cores"
+    )
     typer.echo(table(times, list(trees)))
 
 
