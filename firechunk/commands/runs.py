@@ -1,4 +1,5 @@
-"""`firechunk runs`: the runs in a data directory, newest first, with verdict and counts."""
+"""`firechunk runs`: the runs in a data directory, newest first, with verdict and counts,
+under a line saying which run the database holds and how far behind it is."""
 
 from __future__ import annotations
 
@@ -7,46 +8,84 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from firechunk.commands.database import DbUrl
+
 if TYPE_CHECKING:
+    from firechunk.db.held import Held
     from firechunk.run.history import RunRow
 
 _HEADER = (
-    f"{'run':<26} {'verdict':<11} {'pages':>6} {'chunks':>7} {'quar.':>6} "
+    f"{'run':<26} {'verdict':<11} {'loaded':<6} {'pages':>6} {'chunks':>7} {'quar.':>6} "
     f"{'upsert':>7} {'delete':>7} {'tokens':>9} {'seconds':>8}  {'started (UTC)':<16}  collection"
 )
 
 
 def runs(
     data_dir: Annotated[
-        Path, typer.Option(envvar="FIRECHUNK_DATA_DIR", help="Data root (latest/, runs/).")
+        Path,
+        typer.Option(
+            envvar="FIRECHUNK_DATA_DIR", metavar="DIR", help="Data root: the runs in runs/."
+        ),
     ] = Path("data"),
-    limit: Annotated[int, typer.Option(min=1, help="At most this many runs.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, metavar="N", help="At most this many runs.")] = 20,
+    db: DbUrl = None,
+    collection: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="The collection whose loaded run to show (default: the one `latest` names).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """List the runs: id, verdict, pages, chunks, quarantined, upserts and deletes, tokens,
-    seconds, when each started, the collection it loads into, and which one `latest`
-    points at."""
+    """List the runs: id, verdict, whether the database holds it, pages, chunks,
+    quarantined, upserts and deletes, tokens, seconds, when each started, the collection it
+    loads into, and which one `latest` points at; first, the run the database holds and how
+    many published runs it is behind. The embedded database is read only if a load made it."""
     from firechunk.publish import RUNS_DIR
     from firechunk.run.history import list_runs
 
     if not (data_dir / RUNS_DIR).is_dir():
         typer.echo(f"no runs in {data_dir} yet")
         return
+    every = list_runs(data_dir)
+    held = _held(db, data_dir, collection, every)
+    typer.echo(_database_line(held, every))
     typer.echo(_HEADER)
-    for row in list_runs(data_dir, limit):
-        typer.echo(_line(row))
+    for row in every[:limit]:
+        typer.echo(_line(row, held))
 
 
-def _line(row: RunRow) -> str:
+def _held(db: str | None, data_dir: Path, collection: str | None, every: list[RunRow]) -> Held:
+    """What the database holds for the collection, read as the dashboard reads it."""
+    import os
+
+    from firechunk.db.held import current_collection, read_held
+
+    # `firechunk.db.connect.database_url`, without importing psycopg where nothing is read.
+    url = db or os.environ.get("FIRECHUNK_DB_URL") or None
+    return read_held(url, data_dir, collection or current_collection(every))
+
+
+def _database_line(held: Held, every: list[RunRow]) -> str:
+    from firechunk.db.held import describe_held
+
+    return describe_held(held, every)
+
+
+def _line(row: RunRow, held: Held) -> str:
     """Fixed-width columns, so the figures of successive nights line up; '-' for a figure
-    the run did not write."""
+    the run did not write; loaded "yes" for the run the database holds, "?" when the
+    database could not be read."""
     cells = [
         _cell(value)
         for value in (row.pages, row.chunks, row.quarantined, row.upserts, row.deletes, row.tokens)
     ]
     seconds = "-" if row.seconds is None else f"{row.seconds:.1f}"
     mark = "  <- latest" if row.latest else ""
+    loaded = "?" if held.problem else ("yes" if row.run_id == held.run_id else "")
     return (
-        f"{row.run_id:<26} {row.verdict:<11} {cells[0]:>6} {cells[1]:>7} {cells[2]:>6} "
+        f"{row.run_id:<26} {row.verdict:<11} {loaded:<6} {cells[0]:>6} {cells[1]:>7} {cells[2]:>6} "
         f"{cells[3]:>7} {cells[4]:>7} {cells[5]:>9} {seconds:>8}  "
         f"{row.started:%Y-%m-%d %H:%M}  {row.collection or '-'}{mark}"
     )
