@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from firechunk.activity import is_interrupt
 from firechunk.atomic import write_json
 from firechunk.validate.report import REPORT_HTML
 from schemas.publish import PublishResult, RunStatus
@@ -40,8 +41,60 @@ def failure_recorded(run_dir: Path, run_id: str) -> Iterator[None]:
     try:
         yield
     except Exception as error:
-        write_status(run_dir, RunStatus(run_id=run_id, status="failed", error=repr(error)))
+        if not is_interrupt(error):  # an interrupt's own marking is `interrupt_recorded`'s
+            write_status(run_dir, RunStatus(run_id=run_id, status="failed", error=repr(error)))
         raise
+
+
+@contextmanager
+def interrupt_recorded(
+    data_dir: Path | None, run_dir: Path, run_id: str, what: str
+) -> Iterator[None]:
+    """Mark the run interrupted if Ctrl-C or SIGTERM stops the `with` block (`what` it was
+    doing); then re-raise. Marked here, as the interrupt passes, so a flow run a Prefect
+    worker cancels is marked as well as a command a person stops."""
+    try:
+        yield
+    except BaseException as error:
+        if is_interrupt(error):
+            mark_interrupted(data_dir, run_dir, run_id, what)
+        raise
+
+
+def mark_interrupted(data_dir: Path | None, run_dir: Path, run_id: str, what: str = "") -> bool:
+    """Give a run an interrupt stopped the status `interrupted`, unless it had ended first:
+    a verdict written, other than a pass not yet published (the interrupt came while it
+    was being published). A run written with --out (`data_dir` None) ends at its verdict.
+    Whether it was marked."""
+    try:
+        status = read_status(run_dir)
+    except (OSError, ValueError):
+        status = None  # a status.json cut short by the interrupt: it ended nothing
+    published = data_dir is None or _is_latest(data_dir, run_dir)
+    if status is not None and not (status.status == "passed" and not published):
+        return False
+    error = f"interrupted while {what}" if what else "interrupted"
+    write_status(run_dir, RunStatus(run_id=run_id, status="interrupted", error=error))
+    return True
+
+
+def describe_latest(data_dir: Path | None, run_id: str) -> str:
+    """What `latest` is, after the run `run_id` was interrupted: said in the one line the
+    command ends with."""
+    if data_dir is None:
+        return "nothing published (--out)"
+    link = Path(data_dir) / LATEST
+    if not link.is_symlink():
+        return "latest unchanged (no run published yet)"
+    current = link.resolve().name
+    if current == run_id:
+        return f"latest -> run {run_id} (published before the interrupt)"
+    return f"latest unchanged (run {current})"
+
+
+def _is_latest(data_dir: Path, run_dir: Path) -> bool:
+    link = Path(data_dir) / LATEST
+    return link.is_symlink() and link.resolve() == Path(run_dir).resolve()
 
 
 def record_verdict(run_dir: Path, run_id: str, outcome: ValidationOutcome) -> Path:

@@ -7,8 +7,8 @@ deployment would keep adding that forever. `prune_runs` keeps:
 
 - the run `latest` points at (the published one, and the next run's baseline);
 - the `keep` most recently ended runs, `latest` counted among them: finished ones (passed,
-  failed or superseded alike, so a failed night stays there to be looked at) as of their
-  `status.json`, and dead ones as of their last change;
+  failed, superseded or interrupted alike, so a failed night stays there to be looked at)
+  as of their `status.json`, and dead ones as of their last change;
 - every running run: the process running a run holds its lock (`hold_run_lock`) for as long
   as it lives, and the OS releases it when that process ends, however it ends.
 
@@ -150,6 +150,12 @@ def hold_run_lock(run_dir: Path) -> None:
     handle = open(Path(run_dir) / RUN_LOCK, "ab")  # noqa: SIM115 (kept open: it is the lock)
     fcntl.flock(handle, fcntl.LOCK_EX)  # waits out a pruner's momentary check only
     _held[Path(run_dir)] = handle
+
+
+def held_runs() -> list[Path]:
+    """The runs this process runs or ran (their locks it holds): an interrupt marks those
+    that have no verdict yet."""
+    return list(_held)
 
 
 def run_is_running(run_dir: Path) -> bool:

@@ -12,7 +12,8 @@ from schemas.validation import ValidationOutcome
 
 # "superseded": passed, but `latest` moved to another run while it ran, so its change set
 # (relative to the run latest pointed at when it started) was not published.
-RunState = Literal["passed", "failed", "superseded"]
+# "interrupted": Ctrl-C or SIGTERM stopped it before it was published.
+RunState = Literal["passed", "failed", "superseded", "interrupted"]
 
 
 class RunStatus(BaseModel):

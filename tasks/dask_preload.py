@@ -6,6 +6,10 @@ workers do notice a lost parent by themselves, but not within seconds on a loade
 measured, both workers and their resource tracker were still alive 3 s after a SIGKILL.
 """
 
+import signal
+
 from firechunk.run.executors import die_with_parent
 
 die_with_parent()
+# A terminal's Ctrl-C is the command's: it closes the cluster, which ends this worker.
+signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -7,26 +7,37 @@ workers that are processes.
 
 The local processes, and the temporary API server `firechunk rebuild` starts
 (`start_temporary_api`), die with the process that started them however it ends, SIGKILL
-and the OOM killer included (`firechunk.run.executors.die_with_parent`).
+and the OOM killer included (`firechunk.run.executors.die_with_parent`). Neither takes a
+terminal's Ctrl-C for itself: the workers ignore it and are killed when the flow stops
+early, and the API runs in a session of its own, so that the interrupted flow can still
+report its end to it before the command stops it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from multiprocessing import forkserver
+from multiprocessing import forkserver, resource_tracker
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner
 
-from firechunk.run.executors import die_with_parent
+from firechunk.activity import is_interrupt
+from firechunk.run.executors import (
+    die_with_parent,
+    ignore_interrupts,
+    interrupts_held,
+    kill_workers,
+)
 from firechunk.tokens import DEFAULT_ENCODING, get_encoding
 
 if TYPE_CHECKING:
@@ -52,7 +63,7 @@ def make_task_runner(
     if kind == "process":
         # Each worker loads the tokenizer once as it starts, not in its first batch.
         return PreloadedProcessPoolTaskRunner(
-            max_workers=workers, initializer=get_encoding, initargs=(encoding,)
+            max_workers=workers, initializer=start_worker, initargs=(encoding,)
         )
     if kind == "dask":
         from prefect_dask import DaskTaskRunner  # imported only when asked for
@@ -73,6 +84,13 @@ def make_task_runner(
 
 
 WORKER_PRELOAD = ("tasks.worker_preload",)
+
+
+def start_worker(encoding: str) -> None:
+    """A process pool worker's set-up: interrupts left to the flow's process, the
+    tokenizer loaded once here rather than in its first batch."""
+    ignore_interrupts()
+    get_encoding(encoding)
 
 
 class PreloadedProcessPoolTaskRunner(ProcessPoolTaskRunner):
@@ -106,6 +124,33 @@ class PreloadedProcessPoolTaskRunner(ProcessPoolTaskRunner):
         spawning.shutdown(wait=False)
         return self
 
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        """Stopped early (an interrupt, or the chunk stage closing its batches), the
+        workers are stopped at once first: Prefect's shutdown would wait for every batch
+        running, and for a worker being started, which waits for the fork server's
+        imports."""
+        if self._executor is not None and _stopped_early(exc_type, exc_value):
+            _stop_at_once(self._executor)
+        super().__exit__(exc_type, exc_value, traceback)
+
+
+def _stopped_early(exc_type: type[BaseException] | None, exc_value: BaseException | None) -> bool:
+    """An interrupt, or the batches' generator closed; not a batch that failed."""
+    if exc_type is None:
+        return False
+    return not issubclass(exc_type, Exception) or (
+        exc_value is not None and is_interrupt(exc_value)
+    )
+
+
+def _stop_at_once(executor: ProcessPoolExecutor) -> None:
+    """No worker started any more, none left running."""
+    # Set without the pool's lock, which a thread starting a worker holds: the threads
+    # still submitting batches are refused from now on.
+    executor._shutdown_thread = True  # type: ignore[attr-defined]
+    _kill_fork_server()
+    kill_workers(executor)
+
 
 def _fork_server() -> multiprocessing.context.BaseContext:
     """The fork-server context, its server started now from this thread, preloading
@@ -115,8 +160,22 @@ def _fork_server() -> multiprocessing.context.BaseContext:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(WORKER_PRELOAD))
-    forkserver.ensure_running()
+    # The resource tracker first: it unblocks signals as it starts (it ignores them itself).
+    resource_tracker.ensure_running()
+    with interrupts_held():  # the server and its workers never take a terminal's Ctrl-C
+        forkserver.ensure_running()
     return context
+
+
+def _kill_fork_server() -> None:
+    """SIGKILL the fork server, and with it every worker it forked (each dies with it:
+    `tasks.worker_preload`): a worker being started fails at once instead of waiting for
+    the server's imports. Left unreaped: multiprocessing reaps it, and starts another if
+    this process needs one again."""
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @contextmanager
@@ -182,6 +241,7 @@ def _api_process(port: int) -> subprocess.Popen[bytes]:
             "PREFECT_UI_ENABLED": "0",
             _API_PARENT: str(os.getpid()),
         },
+        start_new_session=True,  # a terminal's Ctrl-C is the command's, not the API's
     )
 
 

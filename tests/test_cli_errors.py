@@ -219,6 +219,76 @@ def test_rebuild_without_a_key_names_the_secret_block_and_the_variable(tmp_path:
     assert seconds < 40, seconds
 
 
+def _rebuild_offline(tmp_path: Path, env: dict[str, str], *block: str):
+    """`rebuild` with no key in the environment, crawling an API host that cannot resolve,
+    so only the key check can get it started; timed."""
+    command = [str(FIRECHUNK)] if FIRECHUNK.exists() else [sys.executable, "-m", "firechunk.cli"]
+    args = ["rebuild", "--site", SITE, "--api-url", "http://no-such-host.invalid"]
+    started = time.monotonic()
+    result = subprocess.run(
+        [*command, *args, "--data-dir", str(tmp_path / "data"), *block],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return result, time.monotonic() - started
+
+
+@pytest.fixture
+def home_with_a_secret_block(prefect_api, tmp_path: Path) -> Path:
+    """A Prefect home whose database (no server serving it) holds the Secret block
+    `firechunk-home-key`: saved on the tests' server, whose database is copied after."""
+    from prefect.blocks.system import Secret
+
+    from tests.conftest import copy_prefect_database
+
+    Secret(value=CANARY_KEY).save("firechunk-home-key", overwrite=True)
+    home = tmp_path / "home-with-a-block"
+    home.mkdir()
+    copy_prefect_database(home)
+    return home
+
+
+def test_without_a_server_the_missing_key_is_said_first_even_offline(
+    tmp_path: Path, home_with_a_secret_block: Path
+):
+    """No PREFECT_API_URL: the database the temporary API would serve is read directly,
+    and nothing starts (the host not resolving is said only once a key is found)."""
+    env = {**_env(tmp_path, key=None), "PREFECT_HOME": str(home_with_a_secret_block)}
+    missing, seconds = _rebuild_offline(tmp_path, env, "--secret-block", "no-such-block")
+    assert missing.returncode == ExitCode.BAD_INPUT, missing.stderr
+    line = _one_line(missing.stderr)
+    assert "no Firecrawl API key" in line and "'no-such-block'" in line, line
+    assert "temporary server" not in missing.stdout + missing.stderr
+    assert seconds < 40, seconds  # the interpreter's start-up: no server was started
+
+    found, _ = _rebuild_offline(tmp_path, env, "--secret-block", "firechunk-home-key")
+    assert found.returncode == ExitCode.NETWORK, found.stderr
+    assert "DNS lookup of no-such-host.invalid failed" in _one_line(found.stderr)
+
+
+def test_with_a_server_the_secret_block_is_asked_of_it_briefly(tmp_path: Path, prefect_api):
+    from prefect.blocks.system import Secret
+    from prefect.settings import PREFECT_API_URL
+
+    Secret(value=CANARY_KEY).save("firechunk-server-key", overwrite=True)
+    env = {**_env(tmp_path, key=None), "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    missing, _ = _rebuild_offline(tmp_path, env, "--secret-block", "no-such-block")
+    assert missing.returncode == ExitCode.BAD_INPUT, missing.stderr
+    assert "'no-such-block'" in _one_line(missing.stderr)
+    found, _ = _rebuild_offline(tmp_path, env, "--secret-block", "firechunk-server-key")
+    assert found.returncode == ExitCode.NETWORK, found.stderr
+    assert "DNS lookup of no-such-host.invalid failed" in _one_line(found.stderr)
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        port = closed.getsockname()[1]
+        env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
+        unanswered, seconds = _rebuild_offline(tmp_path, env)
+    assert unanswered.returncode == ExitCode.NETWORK, unanswered.stderr
+    line = _one_line(unanswered.stderr)
+    assert f"no answer from the Prefect API at http://127.0.0.1:{port}/api" in line, line
+    assert seconds < 40, seconds
+
+
 # -- network failures ------------------------------------------------------------------------
 
 
@@ -379,6 +449,23 @@ def test_validation_failure_and_refusals_exit_1():
     assert classify(RunSuperseded("latest moved"))[0] == ExitCode.FAILED
 
 
+def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path: Path):
+    """`firechunk runs | head -1`: the reader closed the pipe before the command wrote."""
+    read, write = os.pipe()
+    os.close(read)
+    command = [str(FIRECHUNK)] if FIRECHUNK.exists() else [sys.executable, "-m", "firechunk.cli"]
+    try:
+        result = subprocess.run(
+            [*command, "runs", "--data-dir", str(tmp_path / "data")],
+            env=_env(tmp_path), cwd=tmp_path, stdout=write, stderr=subprocess.PIPE, text=True,
+            timeout=120,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert result.returncode == ExitCode.BROKEN_PIPE == 141
+    assert result.stderr == ""
+
+
 def test_help_documents_the_exit_codes():
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
@@ -386,3 +473,4 @@ def test_help_documents_the_exit_codes():
     for words in ["0 ok", "1 validation failed or publish refused", "2 bad input or usage"]:
         assert words in text
     assert "3 crawl or network" in text and "4 internal error" in text
+    assert "130 interrupted" in text and "141 output pipe closed" in text

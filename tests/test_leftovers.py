@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -127,7 +126,8 @@ def kill_while_chunking(
     cli: subprocess.Popen, log: Path, workers=workers_of
 ) -> tuple[list[str], list[str]]:
     """SIGKILL the command once a chunking worker runs (`workers` finds them); return what
-    ran then and what is still left (in its process group, or recorded before the kill)
+    ran then (in its process group, or started by it: the temporary API has a session of
+    its own) and what is still left (in its process group, or recorded before the kill)
     once it all ended or `LEFT_TIMEOUT` passed."""
     deadline = time.monotonic() + WORKER_TIMEOUT
     while not workers(running := in_group(cli.pid)):
@@ -135,7 +135,7 @@ def kill_while_chunking(
         assert time.monotonic() < deadline, f"no worker after {WORKER_TIMEOUT:.0f} s"
         time.sleep(0.05)
     recorded = psutil.Process(cli.pid).children(recursive=True)
-    described = describe(running)
+    described = describe(list({p.pid: p for p in running + recorded}.values()))
     cli.send_signal(signal.SIGKILL)
     cli.wait()
     deadline = time.monotonic() + LEFT_TIMEOUT
@@ -156,26 +156,6 @@ def alive(process: psutil.Process) -> bool:
     with contextlib.suppress(psutil.Error):
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
     return False
-
-
-@pytest.fixture
-def migrated_prefect_home(prefect_api, tmp_path) -> Path:
-    """A Prefect home whose database is already migrated (a copy of the test server's): a
-    fresh one takes 20-30 s to migrate as the command's temporary API starts."""
-    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
-
-    url = PREFECT_SERVER_DATABASE_CONNECTION_URL.value()
-    prefix = "sqlite+aiosqlite:///"
-    if not url or not url.startswith(prefix):
-        pytest.skip(f"the test server's database is not a SQLite file: {url}")
-    home = tmp_path / "prefect-home"
-    home.mkdir()
-    with (
-        sqlite3.connect(url.removeprefix(prefix)) as source,
-        sqlite3.connect(home / "prefect.db") as copy,
-    ):
-        source.backup(copy)
-    return home
 
 
 @linux_only

@@ -110,6 +110,16 @@ def test_latest_stays_when_newer_runs_failed(tmp_path):
     assert (tmp_path / "latest").resolve() == published.resolve()
 
 
+def test_interrupted_runs_are_pruned_like_failed_ones(tmp_path):
+    published = finished(tmp_path, "good", "2026-11-01T03:10:00+00:00")
+    switch_latest(tmp_path, published)
+    for night in (2, 3, 4):
+        finished(tmp_path, f"stopped-{night}", f"2026-11-0{night}T03:10:00+00:00", "interrupted")
+
+    assert prune_runs(tmp_path, keep=2) == ["stopped-2"]
+    assert run_names(tmp_path) == {"good", "stopped-3", "stopped-4"}
+
+
 def test_keep_zero_removes_nothing_and_one_is_refused(tmp_path):
     for night in (1, 2, 3):
         finished(tmp_path, f"night-{night}", f"2026-11-0{night}T03:10:00+00:00")

@@ -4,13 +4,17 @@ A script or a scheduler tells outcomes apart by the code alone: a night whose va
 failed needs a look at the report, a bad option a fixed command line, a network failure a
 retry later, a bug a report. So every sub-command goes through `handled` (firechunk.cli
 registers them that way), and a failure the person running it can act on is one line on
-stderr with no traceback; `firechunk --debug` adds the traceback.
+stderr with no traceback; `firechunk --debug` adds the traceback. Two ends are not
+failures: Ctrl-C or SIGTERM (`firechunk.commands.interrupts`: one line saying what was
+kept, 130), and a reader that stopped reading the output (`firechunk runs | head -3`:
+nothing said, 141, what `ls | head` gives).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import select
 import sys
 import tempfile
 import time
@@ -23,6 +27,8 @@ from typing import NoReturn, ParamSpec, TypeVar
 import click
 import typer
 
+from firechunk.activity import is_interrupt
+
 
 class ExitCode(IntEnum):
     OK = 0
@@ -30,11 +36,14 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2  # bad input or usage: an option, a file, a missing key
     NETWORK = 3  # the crawl or the network (Firecrawl, the database, an embedding API)
     INTERNAL = 4  # an unexpected exception: a bug in firechunk
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C)
+    BROKEN_PIPE = 141  # the output's reader went away (128 + SIGPIPE, as `ls | head`)
 
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 validation failed or publish refused; 2 bad input or usage; "
-    "3 crawl or network error; 4 internal error (a bug: rerun with --debug)."
+    "3 crawl or network error; 4 internal error (a bug: rerun with --debug); "
+    "130 interrupted (Ctrl-C, SIGTERM); 141 output pipe closed."
 )
 
 
@@ -75,7 +84,8 @@ R = TypeVar("R")
 
 
 def handled(command: Callable[P, R]) -> Callable[P, R]:
-    """`command` with its errors turned into one line and a documented exit code.
+    """`command` with its errors turned into one line and a documented exit code, and
+    Ctrl-C and SIGTERM into one line saying what was kept (`firechunk.commands.interrupts`).
 
     typer reads the wrapped signature (functools.wraps keeps it), so options are unchanged.
     Exits and click's usage errors pass through: they already carry their code.
@@ -83,14 +93,62 @@ def handled(command: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        from firechunk.commands import interrupts
+
+        previous = interrupts.install()
         try:
-            return command(*args, **kwargs)
-        except _PASS_THROUGH:
-            raise
-        except Exception as error:
+            result = command(*args, **kwargs)
+        except BaseException as error:
+            if is_interrupt(error):
+                _interrupted(command.__name__, error)
+            interrupts.restore(previous)
+            if isinstance(error, BrokenPipeError):
+                _broken_pipe(error)
+            if isinstance(error, _PASS_THROUGH) or not isinstance(error, Exception):
+                raise
             fail(error)
+        interrupts.restore(previous)
+        return result
 
     return run
+
+
+def _interrupted(command: str, error: BaseException) -> NoReturn:
+    """Ctrl-C or SIGTERM, once the work has unwound: the one line, exit 130. Signal
+    handlers stay firechunk's until the process ends: a second signal ends it at once."""
+    from firechunk.commands import interrupts
+
+    try:
+        line = interrupts.end(command)
+    except Exception as failure:  # marking the run failed (a full disk): still say it
+        line = f"{command} interrupted ({_first_line(str(failure))})"
+    if _debug:
+        sys.stderr.write(_traceback_text(error))
+    typer.echo(line, err=True)
+    raise typer.Exit(code=int(ExitCode.INTERRUPTED))
+
+
+def _broken_pipe(error: BrokenPipeError) -> NoReturn:
+    """The reader of the output went away (`| head`): nothing more to say to it, and
+    nothing wrong. Any other broken pipe (a worker's, a server's) is a failure."""
+    if not _reader_gone():
+        fail(error)
+    # The interpreter flushes stdout once more as it exits; that must not fail again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise typer.Exit(code=int(ExitCode.BROKEN_PIPE))
+
+
+def _reader_gone() -> bool:
+    """Whether stdout or stderr is a pipe whose reading end is closed (poll says POLLERR
+    for the writing end of such a pipe)."""
+    poller = select.poll()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            poller.register(stream.fileno(), select.POLLOUT)
+        except (AttributeError, OSError, ValueError):
+            continue  # not a file (a test's capture): not a pipe either
+    return any(events & select.POLLERR for _, events in poller.poll(0))
 
 
 def fail(error: Exception) -> NoReturn:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from firechunk.activity import doing
 from firechunk.commands.checks import check_data_dir, check_resolves, check_url
 from firechunk.commands.exits import CommandError, debugging
 from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
@@ -173,10 +174,8 @@ def rebuild(
     # with an ERROR line on every run.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from firechunk.commands.rebuild_checks import (
-        blocks_may_exist,
         check_secret_block,
         key_is_missing,
-        missing_key,
         quiet_known_tracebacks,
     )
 
@@ -205,9 +204,8 @@ def rebuild(
     # Before Prefect starts: a typo, a bad file or a missing key costs no start-up.
     _check_inputs(keep_runs, run_id, replay, allow_partial, site, api_url, data_dir)
     target = None if replay is not None else _crawl_target(site, include, exclude, limit)
-    key_missing = target is not None and key_is_missing(target, data_dir)
-    if key_missing and not blocks_may_exist():
-        raise missing_key(secret_block)
+    if target is not None and key_is_missing(target, data_dir):
+        check_secret_block(secret_block)  # no server started: said first, offline too
     if target is not None:  # Prefect would retry the crawl task for minutes on a bad name
         check_resolves(api_url or DEFAULT_API_URL, "Firecrawl API URL")
     from flows.rebuild import rebuild as rebuild_flow
@@ -215,9 +213,8 @@ def rebuild(
 
     if not debugging():
         quiet_known_tracebacks()
-    start_temporary_api()  # from the main thread, which lives as long as the command
-    if key_missing:
-        check_secret_block(secret_block)
+    with doing("rebuild", "starting Prefect's temporary API", lambda: "nothing changed"):
+        start_temporary_api()  # from the main thread, which lives as long as the command
     # A crawl error, a refused publish or a bug: `firechunk.commands.exits` says it.
     result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})
     from firechunk.publish import format_result

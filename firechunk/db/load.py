@@ -39,6 +39,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from firechunk.activity import doing
 from firechunk.db.runs import PublishedRun, RunChunk
 from firechunk.db.schema import (
     CHUNKS,
@@ -125,29 +126,32 @@ def load_run(
     embedded there.
     """
     started = time.perf_counter()
-    dimensions = embedder_dimensions(embedder)
-    guard = _Guard(run, allow_shrink, max_shrink, force_older, only_if_latest)
-    with conn.transaction():
-        conn.execute(_SCHEMA_LOCK)
-        migrate(conn, dimensions)
-        _adopt_legacy_site(conn, run, say)
-    previous = _sync_row(conn, run.collection)
-    guard.check_order(previous)
-    reembed_all = previous is not None and previous[1:3] != (embedder.model, dimensions)
-    if reembed_all:
-        say(
-            f"The embedding model changed ({previous[1]}, {previous[2]} dimensions -> "
-            f"{embedder.model}, {dimensions}): all {len(run.chunks)} chunks of "
-            f"{run.collection} will be embedded again."
-        )
-    held = _held(conn, run.collection)
-    plan = _plan({} if reembed_all else held, run.chunks)
-    guard.check_shrink(_plan(held, run.chunks), held)
-    to_embed = _to_embed(plan)
-    if to_embed:
-        say(f"Embedding {len(to_embed)} chunks with {embedder.model}.")
-    vectors = _embed(embedder, to_embed, progress)
-    with conn.transaction():
+    with doing("load", "reading the database", lambda: "the database is as it was"):
+        dimensions = embedder_dimensions(embedder)
+        guard = _Guard(run, allow_shrink, max_shrink, force_older, only_if_latest)
+        with conn.transaction():
+            conn.execute(_SCHEMA_LOCK)
+            migrate(conn, dimensions)
+            _adopt_legacy_site(conn, run, say)
+        previous = _sync_row(conn, run.collection)
+        guard.check_order(previous)
+        reembed_all = previous is not None and previous[1:3] != (embedder.model, dimensions)
+        if reembed_all:
+            say(
+                f"The embedding model changed ({previous[1]}, {previous[2]} dimensions -> "
+                f"{embedder.model}, {dimensions}): all {len(run.chunks)} chunks of "
+                f"{run.collection} will be embedded again."
+            )
+        held = _held(conn, run.collection)
+        plan = _plan({} if reembed_all else held, run.chunks)
+        guard.check_shrink(_plan(held, run.chunks), held)
+        to_embed = _to_embed(plan)
+    kept = _holds(run.collection, previous)
+    with doing("load", "embedding", kept):
+        if to_embed:
+            say(f"Embedding {len(to_embed)} chunks with {embedder.model}.")
+        vectors = _embed(embedder, to_embed, progress)
+    with doing("load", "applying the changes", kept), conn.transaction():
         conn.execute(_COLLECTION_LOCK, [run.collection])
         guard.check_order(_sync_row(conn, run.collection))
         if reembed_all:
@@ -176,6 +180,13 @@ def load_run(
             _record(conn, result, run)
         guard.check_latest()
     return result
+
+
+def _holds(collection: str, previous: tuple | None) -> Callable[[], str]:
+    """What the database holds after a load stopped before its commit: what it held."""
+    if previous is None:
+        return lambda: f"nothing was committed: {collection} holds no run yet"
+    return lambda: f"nothing was committed: the database still holds run {previous[0]}"
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,15 @@ runner instead (`tasks.chunk.on_task_runner`), a process pool or a Dask cluster.
 
 Every worker process dies with the process that started it (`die_with_parent`), however
 that one ends: a worker left behind by a killed run keeps its memory, so an OOM-killed night
-would make the next one likelier to run out too.
+would make the next one likelier to run out too. Workers ignore Ctrl-C and SIGTERM
+(`ignore_interrupts`): a terminal's Ctrl-C reaches the whole process group, and a worker
+that took it would print its own traceback; the command that started them decides, and
+kills them when it stops early (`kill_workers`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -52,6 +56,56 @@ def die_with_parent(parent: int | None = None) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+_INTERRUPTS = {signal.SIGINT, signal.SIGTERM}
+
+
+def ignore_interrupts() -> None:
+    """In a worker: Ctrl-C and SIGTERM are the command's to handle, not this process's."""
+    for number in _INTERRUPTS:
+        signal.signal(number, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held back from this thread while it starts processes: a child
+    inherits the mask (through exec too), so it never takes them, not even before it can
+    ignore them; this thread takes what came once the block ends."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def kill_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGKILL the pool's workers: what they were chunking is no longer wanted, and a
+    shutdown would wait for each to finish its batch (they ignore gentler signals)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
+
+
+@contextlib.contextmanager
+def results_of(
+    executor: Executor, batches: list[list[PageInput]], encoding: str, options: ChunkerOptions
+) -> Iterator[Iterable[list[PackedOutcome]]]:
+    """The executor's results, its iteration closed when the block ends early (an error,
+    an interrupt): a generator left suspended would keep its workers busy until it is
+    garbage-collected, at the latest as the interpreter exits."""
+    results = executor(batches, encoding, options)
+    try:
+        yield results
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+
+
+def _start_worker(parent: int) -> None:
+    die_with_parent(parent)
+    ignore_interrupts()
+
+
 def in_process(
     batches: list[list[PageInput]], encoding: str, options: ChunkerOptions
 ) -> Iterator[list[PackedOutcome]]:
@@ -77,12 +131,17 @@ def process_pool(workers: int) -> Executor:
         theirs = [batch for i, batch in enumerate(batches) if i % workers]
         context = multiprocessing.get_context(method)
         with ProcessPoolExecutor(
-            workers - 1, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),)
+            workers - 1, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
         ) as pool:
-            futures = [pool.submit(chunk_pages, batch, encoding, options) for batch in theirs]
-            for batch in mine:
-                yield chunk_pages(batch, encoding, options)
-            for future in futures:
-                yield future.result()
+            try:
+                with interrupts_held():  # the workers are forked as the first is submitted
+                    futures = [pool.submit(chunk_pages, b, encoding, options) for b in theirs]
+                for batch in mine:
+                    yield chunk_pages(batch, encoding, options)
+                for future in futures:
+                    yield future.result()
+            except BaseException:
+                kill_workers(pool)
+                raise
 
     return run

@@ -32,7 +32,7 @@ class RunRow:
     not get as far as writing that figure."""
 
     run_id: str
-    verdict: str  # passed, failed, superseded; running, unfinished (killed), unreadable
+    verdict: str  # passed, failed, superseded, interrupted; running, unfinished, unreadable
     started: datetime
     latest: bool
     pages: int | None = None

@@ -26,18 +26,22 @@ good run: that is what the vector database holds.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from firechunk.activity import doing
 from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.crawlfile import read_crawl
 from firechunk.publish import (
     RUNS_DIR,
     claim_run_dir,
+    describe_latest,
     failure_recorded,
+    interrupt_recorded,
     last_good_run,
     publish_if_passed,
     record_verdict,
@@ -50,7 +54,7 @@ from firechunk.run.baseline import damage_warning, find_baseline, rows_of_pages
 from firechunk.run.cache import STATE_FILE, PageCache, outcome_key
 from firechunk.run.changes import change_set, write_changes
 from firechunk.run.collection import collection_for_run
-from firechunk.run.executors import Executor, in_process
+from firechunk.run.executors import Executor, in_process, results_of
 from firechunk.run.manifest import write_manifest
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
 from firechunk.run.shrink import DEFAULT_MAX_SHRINK, shrink_problem
@@ -189,7 +193,7 @@ def chunk_stage(
     plan and every outcome end up in the run's page cache."""
     options = options or ChunkerOptions()
     started = time.time()
-    with failure_recorded(start.run_dir, start.run_id):
+    with _stage(start, "chunking"):
         plan = plan_pages(page_inputs(read_crawl(crawl_file, allow_partial=start.allow_partial)))
         keys = {
             page.index: outcome_key(page, plan.pages[page.index].raw_hash, start.encoding, options)
@@ -203,12 +207,14 @@ def chunk_stage(
             if inline:
                 executor, workers = in_process, 1
             done = 0
-            for outcomes in executor(list(make_batches(fresh, workers)), start.encoding, options):
-                for outcome in outcomes:
-                    cache.put(keys[outcome.index], outcome)
-                done += len(outcomes)
-                if progress:
-                    progress(done, len(fresh))
+            batches = list(make_batches(fresh, workers))
+            with results_of(executor, batches, start.encoding, options) as results:
+                for outcomes in results:
+                    for outcome in outcomes:
+                        cache.put(keys[outcome.index], outcome)
+                    done += len(outcomes)
+                    if progress:
+                        progress(done, len(fresh))
             cache.put_plan(plan.pages, keys)
             for name, value in (("started", started), ("pages_chunked", len(fresh))):
                 cache.set_meta(name, str(value))
@@ -232,7 +238,7 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
     the baseline's chunks for them in place of theirs (`validate_stage`)."""
     run_dir = start.run_dir
     _check_baseline_kept(start)
-    with failure_recorded(run_dir, start.run_id):
+    with _stage(start, "writing the run"):
         aside = _aside(start, set_aside) if set_aside else NOTHING_ASIDE
         cache = PageCache.open(run_dir / STATE_FILE)
         try:
@@ -303,7 +309,7 @@ def validate_stage(start: RunStart, suites_dir: Path = SUITES_DIR) -> Validation
     When only page-level expectations failed, on at most `max_failed_pages` of the pages,
     those pages are set aside (quarantined, the baseline's chunks for them kept), the run
     is written again and validated again: one bad page costs that page, not the night."""
-    with failure_recorded(start.run_dir, start.run_id):
+    with _stage(start, "validating"):
         outcome = _validate(start, suites_dir)
         aside = pages_to_set_aside(
             outcome, read_tables(start.run_dir)["pages"], start.max_failed_pages
@@ -335,17 +341,37 @@ def _validate(start: RunStart, suites_dir: Path) -> ValidationOutcome:
 def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
     """Point data/latest at the run if it passed, does not shrink too much against its
     baseline (`firechunk.run.shrink`) and the baseline is still `latest`."""
-    if start.data_dir is None:
+    data_dir = start.data_dir
+    if data_dir is None:
         raise ValueError(f"run {start.run_id} was written with --out: it cannot be published")
-    if outcome.success and start.baseline_dir is not None and not start.allow_shrink:
-        problem = shrink_problem(start.run_dir, start.baseline_dir, DEFAULT_MAX_SHRINK)
-        if problem is not None:
-            return refuse(start.data_dir, start.run_id, start.run_dir, outcome, problem)
-    if outcome.success:
-        write_manifest(start.run_dir)
-    return publish_if_passed(
-        start.data_dir, start.run_id, start.run_dir, outcome, baseline_id=start.baseline_id
-    )
+    with _interruptible(start, "publishing"):
+        if outcome.success and start.baseline_dir is not None and not start.allow_shrink:
+            problem = shrink_problem(start.run_dir, start.baseline_dir, DEFAULT_MAX_SHRINK)
+            if problem is not None:
+                return refuse(data_dir, start.run_id, start.run_dir, outcome, problem)
+        if outcome.success:
+            write_manifest(start.run_dir)
+        return publish_if_passed(
+            data_dir, start.run_id, start.run_dir, outcome, baseline_id=start.baseline_id
+        )
+
+
+@contextmanager
+def _stage(start: RunStart, what: str) -> Iterator[None]:
+    """A stage that writes the run: an error marks it failed, an interrupt interrupted."""
+    with _interruptible(start, what), failure_recorded(start.run_dir, start.run_id):
+        yield
+
+
+@contextmanager
+def _interruptible(start: RunStart, what: str) -> Iterator[None]:
+    """An interrupt (Ctrl-C, SIGTERM) here marks the run interrupted, and the line the
+    command ends with says the run stopped while doing `what` and where `latest` is."""
+    with (
+        doing(f"run {start.run_id}", what, lambda: describe_latest(start.data_dir, start.run_id)),
+        interrupt_recorded(start.data_dir, start.run_dir, start.run_id, what),
+    ):
+        yield
 
 
 def run_here(
