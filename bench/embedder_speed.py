@@ -9,8 +9,9 @@ In one invocation:
 
 1. **speed**: both embedders (`local_embedder()` and `shipped_local_embedder()`, the
    shipped file run as exported, as the local embedder did before its own graph) built in
-   this process, one warm-up batch each, then `--passes` passes over the texts,
-   alternating, each timed (wall and this process's CPU); medians and their ratio;
+   this process, one warm-up batch each, then `--passes` passes over the texts, the two
+   taking turns every 32 texts (one batch) so that both meet the same load; per pass and
+   embedder the wall and CPU seconds of its turns, summed; medians and their ratio;
 2. **agreement**: the cosine of each text's two vectors (new against shipped), and whether
    the int8 graph gives a text the same vector alone as in its batch;
 3. **memory**: each embedder built in a fresh process that embeds `--rss-texts` texts;
@@ -47,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
 PIECE_CHARS = 3000
 MIN_PIECE_CHARS = 1500
+SLICE = 32  # texts each embedder embeds before the other takes its turn
 BUILDERS: dict[str, Callable[[], LocalEmbedder]] = {
     "shipped": shipped_local_embedder,
     "int8": local_embedder,
@@ -89,17 +91,25 @@ def timed(embedder: LocalEmbedder, texts: Sequence[str]) -> tuple[float, float]:
 
 
 def speed(embedders: dict[str, LocalEmbedder], texts: list[str], passes: int) -> dict:
-    """Alternating passes; per embedder the median wall and CPU seconds and chunks/s."""
+    """Passes over the texts, the embedders taking turns every SLICE texts so that both
+    see the same load on a shared machine; per embedder the median pass (wall and CPU
+    seconds, summed over its slices) and chunks/s."""
     for embedder in embedders.values():
         embedder.embed(texts[: embedder.batch_size])  # warm-up: the first run allocates
     walls: dict[str, list[float]] = {name: [] for name in embedders}
     cpus: dict[str, list[float]] = {name: [] for name in embedders}
     for n in range(passes):
-        for name, embedder in embedders.items():
-            wall, cpu = timed(embedder, texts)
-            walls[name].append(wall)
-            cpus[name].append(cpu)
-            log(f"pass {n + 1}/{passes} {name}: {wall:.2f} s wall, {cpu:.2f} s CPU")
+        wall = dict.fromkeys(embedders, 0.0)
+        cpu = dict.fromkeys(embedders, 0.0)
+        for start in range(0, len(texts), SLICE):
+            for name, embedder in embedders.items():
+                seconds = timed(embedder, texts[start : start + SLICE])
+                wall[name] += seconds[0]
+                cpu[name] += seconds[1]
+        for name in embedders:
+            walls[name].append(wall[name])
+            cpus[name].append(cpu[name])
+            log(f"pass {n + 1}/{passes} {name}: {wall[name]:.2f} s wall, {cpu[name]:.2f} s CPU")
     return {
         name: {
             "walls": walls[name],

@@ -32,8 +32,9 @@ In one invocation, in this order:
 4. again: the same run loaded a second time; checked: nothing changed, nothing embedded.
 5. memory: a first load of a small run (the full run's first pages, about `--memory-chunks`
    chunks) into a new database, as `firechunk load` in a process of its own; its peak
-   resident memory (getrusage's ru_maxrss of that process) is what a first load costs
-   whatever else the bench holds.
+   resident memory (VmHWM of that process) is what a first load costs whatever else the
+   bench holds. Not ru_maxrss: subprocess starts the probe with vfork, and the child's
+   ru_maxrss keeps the bench's own peak across exec.
 
 A failed check exits with status 1. The seconds each chunking run took are printed as
 context (they are `bench/scale.py`'s subject, not this bench's). The 1-minute load
@@ -74,14 +75,16 @@ from firechunk.run.write import CHUNKS_JSON
 BENCH_DIR = Path(__file__).resolve().parent
 # A first load in a process of its own: the peak resident memory it reached, in kB.
 _MEMORY_PROBE = """
-import resource, sys
+import sys
+from pathlib import Path
 from firechunk.cli import app
 try:
     app(["load", "--data-dir", sys.argv[1]])
 except SystemExit as done:
     if done.code:
         raise
-print("peak_rss_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+status = Path("/proc/self/status").read_text().splitlines()
+print("peak_rss_kb", next(line.split()[1] for line in status if line.startswith("VmHWM:")))
 """
 
 
