@@ -14,21 +14,25 @@ spent about 1 s on those imports before its first page; they are done here inste
 The fork server and its workers die with the flow process however it ends, SIGKILL
 included (`firechunk.run.executors.die_with_parent`): otherwise the workers wait for tasks
 from it forever, and each holds the fork server open. The fork server is tied to the flow
-process here (if that died during the imports, the fork server finds its client gone as it
-starts serving, and exits), each worker to the fork server as it is forked. Import this
+process here (if that died during the imports, the fork server ends as they are done: it
+cannot count on finding its client gone, since a worker it forked for a request already
+queued holds the client's end of the pipe that would tell it), each worker to the fork
+server as it is forked. Import this
 module in the fork server only: it ties whichever process imports it to its parent.
 """
 
 import os
 
-import prefect.task_engine  # noqa: F401  (the engine that runs a task in the worker)
-from prefect.plugins import load_prefect_collections
+_client = os.getppid()  # the flow process, read before the seconds of imports below
 
-import flows.chunk  # noqa: F401  (the flows whose runs chunk on workers, pickled by name)
-import flows.rebuild  # noqa: F401
-import tasks.chunk  # noqa: F401  (the chunk tasks and, through them, the chunker)
-from firechunk.run.executors import die_with_parent
-from firechunk.tokens import DEFAULT_ENCODING, get_encoding
+import prefect.task_engine  # noqa: E402, F401  (the engine that runs a task in the worker)
+from prefect.plugins import load_prefect_collections  # noqa: E402
+
+import flows.chunk  # noqa: E402, F401  (the flows whose runs chunk on workers, pickled by name)
+import flows.rebuild  # noqa: E402, F401
+import tasks.chunk  # noqa: E402, F401  (the chunk tasks and, through them, the chunker)
+from firechunk.run.executors import die_with_parent  # noqa: E402
+from firechunk.tokens import DEFAULT_ENCODING, get_encoding  # noqa: E402
 
 # This fork server's pid; None in the processes it forks.
 _server: int | None = os.getpid()
@@ -43,7 +47,7 @@ def _tie_worker() -> None:
         die_with_parent(server)
 
 
-die_with_parent()
+die_with_parent(_client)
 os.register_at_fork(after_in_child=_tie_worker)
 get_encoding(DEFAULT_ENCODING)
 load_prefect_collections()

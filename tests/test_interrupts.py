@@ -311,3 +311,22 @@ def test_only_a_run_that_had_not_ended_is_marked_interrupted(tmp_path):
     assert mark(runs["passed"]) == "interrupted"
     assert mark(published) == "passed"
     assert mark(out) == "passed"
+
+
+def test_load_interrupted_as_the_embedded_postgres_starts_leaves_no_server(tmp_path):
+    """SIGINT to the command alone (pg_ctl, in its group, would take a group's), as the
+    server's pid file appears: a server started for no holder is stopped again."""
+    data_dir = tmp_path / "data"
+    chunked = firechunk("chunk", str(SAMPLE_CRAWL), "--data-dir", str(data_dir))
+    assert chunked.returncode == 0, chunked.stderr
+    pid_file = data_dir / "postgres" / "postmaster.pid"
+
+    with command(["load", "--data-dir", str(data_dir)], _env(), tmp_path) as cli:
+        cli.wait_for(pid_file.exists, "starting the database")
+        started = psutil.Process(cli.pid).children(recursive=True)
+        cli.process.send_signal(signal.SIGINT)
+        code = cli.process.wait(timeout=EXIT_TIMEOUT)
+
+    assert code == INTERRUPTED, cli.stderr.read_text()
+    assert "Traceback" not in cli.stderr.read_text()
+    assert left_running(cli.pid, started, data_dir) == []

@@ -104,10 +104,22 @@ def _hold(cluster: Path, create: bool) -> str:
                 )
             _create(cluster)
         with _locked(cluster):
-            url = _url(cluster) or _start(cluster)
+            url = _joined_or_started(cluster)
             _write_holders(cluster, _live_holders(cluster) | {_me()})
         _in_use[key] = (url, 1)
         return url
+
+
+def _joined_or_started(cluster: Path) -> str:
+    """The running server's URL, or a server started; one this command began to start
+    and was stopped before holding (Ctrl-C, an error) is stopped again, unless another
+    live command holds it: no one else would."""
+    try:
+        return _url(cluster) or _start(cluster)
+    except BaseException:
+        if not _live_holders(cluster) - {_me()}:
+            _stop(cluster)
+        raise
 
 
 def _release(cluster: Path) -> None:
