@@ -260,7 +260,8 @@ def test_search_finds_the_chunk_that_answers(db, runs, model):
         ],
     )
     assert result.exit_code == 0, result.output
-    assert result.output.startswith(f"1. {CHANGED}")
+    first = result.output.splitlines()[0]
+    assert first.startswith("1. [") and first.endswith(f"] {CHANGED}")
 
 
 _KILLED_LOAD = """
