@@ -174,6 +174,20 @@ def assert_listed_interrupted(data_dir: Path, run_id: str) -> None:
     assert row.split()[1] == "interrupted", listed.stdout
 
 
+def assert_interrupted_while_chunking(ended, data_dir: Path) -> Path:
+    """Exit 130, the one line for a run stopped while chunking, its status interrupted."""
+    assert ended.code == INTERRUPTED, ended.stderr
+    run_dir = only_run(data_dir)
+    assert re.fullmatch(
+        rf"run {run_dir.name} interrupted while chunking; latest unchanged \(no run published "
+        r"yet\)",
+        ended.line(),
+    ), ended.stderr
+    status = read_status(run_dir)
+    assert status is not None and status.status == "interrupted", status
+    return run_dir
+
+
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_chunk_interrupted_while_chunking(tmp_path, number):
     crawl = big_crawl(tmp_path / "crawl.json", copies=200)
@@ -185,16 +199,8 @@ def test_chunk_interrupted_while_chunking(tmp_path, number):
         ended = cli.interrupt(number)
 
     print(f"chunk: exit {ended.code} {ended.seconds:.1f} s after {signal.Signals(number).name}")
-    assert ended.code == INTERRUPTED, ended.stderr
-    run_dir = only_run(data_dir)
-    assert re.fullmatch(
-        rf"run {run_dir.name} interrupted while chunking; latest unchanged \(no run published "
-        r"yet\)",
-        ended.line(),
-    ), ended.stderr
-    status = read_status(run_dir)
-    assert status is not None and status.status == "interrupted", status
-    assert status.error == "interrupted while chunking"
+    run_dir = assert_interrupted_while_chunking(ended, data_dir)
+    assert read_status(run_dir).error == "interrupted while chunking"
     assert not (data_dir / "latest").exists()
     assert_listed_interrupted(data_dir, run_dir.name)
     assert left_running(cli.pid, ended.started, data_dir) == []
@@ -214,15 +220,7 @@ def test_rebuild_interrupted_while_chunking(migrated_prefect_home, tmp_path):
 
     print(f"rebuild: exit {ended.code} {ended.seconds:.1f} s after SIGINT")
     assert any("uvicorn" in line for line in ended.running), ended.running
-    assert ended.code == INTERRUPTED, ended.stderr
-    run_dir = only_run(data_dir)
-    assert re.fullmatch(
-        rf"run {run_dir.name} interrupted while chunking; latest unchanged \(no run published "
-        r"yet\)",
-        ended.line(),
-    ), ended.stderr
-    status = read_status(run_dir)
-    assert status is not None and status.status == "interrupted", status
+    run_dir = assert_interrupted_while_chunking(ended, data_dir)
     assert_listed_interrupted(data_dir, run_dir.name)
     assert left_running(cli.pid, ended.started, data_dir) == []
 

@@ -99,25 +99,16 @@ def test_the_newest_runs_latest_and_running_runs_stay(tmp_path, run_process):
     assert run_names(tmp_path) == {"a-failed", "d-third", "c-newest", "e-running", ".publish.lock"}
 
 
-def test_latest_stays_when_newer_runs_failed(tmp_path):
+@pytest.mark.parametrize("verdict", ["failed", "interrupted"])
+def test_latest_stays_when_newer_runs_failed_or_were_interrupted(tmp_path, verdict):
     published = finished(tmp_path, "good", "2026-11-01T03:10:00+00:00")
     switch_latest(tmp_path, published)
     for night in (2, 3, 4):
-        finished(tmp_path, f"failed-{night}", f"2026-11-0{night}T03:10:00+00:00", "failed")
+        finished(tmp_path, f"{verdict}-{night}", f"2026-11-0{night}T03:10:00+00:00", verdict)
 
-    assert prune_runs(tmp_path, keep=2) == ["failed-2"]
-    assert run_names(tmp_path) == {"good", "failed-3", "failed-4"}
+    assert prune_runs(tmp_path, keep=2) == [f"{verdict}-2"]
+    assert run_names(tmp_path) == {"good", f"{verdict}-3", f"{verdict}-4"}
     assert (tmp_path / "latest").resolve() == published.resolve()
-
-
-def test_interrupted_runs_are_pruned_like_failed_ones(tmp_path):
-    published = finished(tmp_path, "good", "2026-11-01T03:10:00+00:00")
-    switch_latest(tmp_path, published)
-    for night in (2, 3, 4):
-        finished(tmp_path, f"stopped-{night}", f"2026-11-0{night}T03:10:00+00:00", "interrupted")
-
-    assert prune_runs(tmp_path, keep=2) == ["stopped-2"]
-    assert run_names(tmp_path) == {"good", "stopped-3", "stopped-4"}
 
 
 def test_keep_zero_removes_nothing_and_one_is_refused(tmp_path):
