@@ -338,11 +338,12 @@ def _apply(
     chunk embedded by this load, the old ones of a re-embedded chunk replaced."""
     reembedded = sorted(plan.reembed)
     with conn.cursor() as cursor:
-        if plan.delete or reembedded:
+        if reembedded:
             cursor.execute(
                 f"delete from {VECTORS} where collection = %s and chunk_id = any(%s::uuid[])",
                 [collection, reembedded],
             )
+        if plan.delete:
             cursor.execute(
                 f"delete from {CHUNKS} where collection = %s and chunk_id = any(%s::uuid[])",
                 [collection, plan.delete],

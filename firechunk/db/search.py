@@ -137,8 +137,10 @@ def search(
         },
     ).fetchall()
     return [
-        Hit(n, float(row[-1]), *row[:3], tuple(row[3]), *row[4:7])
-        for n, row in enumerate(rows, start=1)
+        Hit(n, float(score), chunk_id, url, title, tuple(crumb), text, by_vector, by_text)
+        for n, (chunk_id, url, title, crumb, text, by_vector, by_text, score) in enumerate(
+            rows, start=1
+        )
     ]
 
 
