@@ -172,3 +172,9 @@ def test_pages_find_their_chunks_by_canonical_url_whatever_the_order():
 
 def _by_name(suite: dict, name: str) -> dict:
     return next(exp for exp in suite["expectations"] if exp["meta"]["name"] == name)
+
+
+def test_a_run_id_that_reads_as_a_date_validates(tmp_path):
+    # dateutil reads the suffix "-2360ad" as a UTC offset of 2360 hours.
+    outcome = validate_run(clean_run(), tmp_path, run_id="20261127T030719Z-2360ad")
+    assert outcome.success, [item.name for item in outcome.failed]

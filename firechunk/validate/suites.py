@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -153,7 +154,9 @@ def _run_suites(
 
     context = gx.get_context(mode="ephemeral", project_config=_context_config(docs_dir))
     source = context.data_sources.add_pandas("firechunk_run")
-    gx_run_id = RunIdentifier(run_name=run_id)
+    # The time is given: without it GX parses the run id as a date, and an id such as
+    # "20261127T030719Z-2360ad" reads as a UTC offset of 2360 hours and fails.
+    gx_run_id = RunIdentifier(run_name=run_id, run_time=datetime.now(UTC))
     results: dict[str, dict[str, Any]] = {}
     for name, suite_json in suites.items():
         suite = context.suites.add(ExpectationSuite(**suite_json))
