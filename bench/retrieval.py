@@ -838,6 +838,7 @@ def print_report(report: dict[str, Any], described: dict[str, SystemFigures]) ->
         f"{report['short_questions']} on short pages) from {settings['questions_file']}\n"
     )
     indexed = "a heading line and the chunk text" if settings["with_headings"] else "the chunk text"
+    indexed += ", BM25 on English stems" if settings.get("stem") else ""
     print(
         f"BM25 and the first window index {indexed}; windows of at most "
         f"{MINILM_MAX_TOKENS} word pieces after the heading line, overlapping by "
@@ -912,14 +913,14 @@ class Built:
 
 
 def build_retrievers(
-    names: list[str], tokenizer: Path | None, cache_dir: Path | None, overlap: int
+    names: list[str], tokenizer: Path | None, cache_dir: Path | None, overlap: int, stem: bool
 ) -> Built:
     """The retrievers asked for that can be built (the hybrid is not one: it fuses BM25's
     and the windows' rankings), why the others cannot, MiniLM's checks."""
     built = Built([], {}, {})
     if "bm25" in names:
         try:
-            built.retrievers.append(bm25())
+            built.retrievers.append(bm25(stem))
         except ImportError as error:
             built.unavailable["bm25"] = f"{type(error).__name__}: {error}"
     if {"dense", "windows"} & set(names):
@@ -965,6 +966,9 @@ def main(
     with_headings: Annotated[
         bool, typer.Option(help="BM25 and the first window index the heading line too.")
     ] = False,
+    stem: Annotated[
+        bool, typer.Option(help="BM25 reduces words to their English stems (PyStemmer).")
+    ] = False,
     rrf_k: Annotated[float, typer.Option(help="Hybrid: k of 1 / (k + rank).")] = 60.0,
     rrf_bm25_weight: Annotated[float, typer.Option(help="Hybrid: weight of BM25's side.")] = 1.0,
     rrf_dense_weight: Annotated[
@@ -997,7 +1001,9 @@ def main(
     names = wanted_retrievers(retrievers, sweep_fusion)
     if window_overlap >= MINILM_MAX_TOKENS // 2:
         raise typer.BadParameter("at most half a window", param_hint="--window-overlap")
-    built = build_retrievers(names, tokenizer, Path("/tmp") if cache else None, window_overlap)
+    built = build_retrievers(
+        names, tokenizer, Path("/tmp") if cache else None, window_overlap, stem
+    )
     if not built.retrievers:
         raise typer.BadParameter("no retriever could be built", param_hint="--retrievers")
     fusion = Fusion(rrf_k, rrf_bm25_weight, rrf_dense_weight, rrf_candidates)
@@ -1047,6 +1053,7 @@ def main(
         "chunk_tokens": CHUNK_TOKENS,
         "short_page_tokens": SHORT_PAGE_TOKENS,
         "with_headings": with_headings,
+        "stem": stem,
         "minilm_max_tokens": MINILM_MAX_TOKENS,
         "window_overlap": window_overlap,
         "fusion": fusion.describe(),

@@ -76,12 +76,21 @@ class Retriever:
 # ---------------------------------------------------------------------------------------
 
 
-def bm25() -> Retriever:
-    """bm25s with its default tokenizer, English stop words, lower case."""
+def bm25(stem: bool = False) -> Retriever:
+    """bm25s with its default tokenizer, English stop words, lower case; with `stem`, words
+    reduced to their Snowball stems as Postgres's English full text reduces them."""
     import bm25s
 
+    stemmer = None
+    if stem:
+        import Stemmer
+
+        stemmer = Stemmer.Stemmer("english")
+
     def tokens(texts: list[str], **options: Any) -> Any:
-        return bm25s.tokenize(texts, lower=True, stopwords="en", show_progress=False, **options)
+        return bm25s.tokenize(
+            texts, lower=True, stopwords="en", stemmer=stemmer, show_progress=False, **options
+        )
 
     def index(pieces: Sequence[Indexable]) -> Ranker:
         retriever = bm25s.BM25()
