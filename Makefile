@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # The inner loop, under a minute: the chunker, the schemas of its rows, the command line.
 FAST_TESTS := $(addprefix tests/test_,$(addsuffix .py,blocks boundaries cleanup sections \
 	section_packing packing overlap syntax sizer heading_properties properties chunk_rows \
-	words cli_help cli_startup))
+	words cli_help cli_startup search_output))
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }

@@ -235,33 +235,32 @@ def test_a_new_model_re_embeds_everything_and_new_dimensions_reshape_the_column(
 
 def test_search_finds_the_chunk_that_answers(db, runs, model):
     load(db, runs, "a", model)
+    question = "what happens to a message after too many failed deliveries"
     with connect(db, runs) as conn:
         collection = published_run(runs, "a").collection
-        hits = search(
-            conn,
-            collection,
-            "what happens to a message after too many failed deliveries",
-            model,
-            k=3,
-        )
+        hits = search(conn, collection, question, model, k=5)
         assert hits[0].url == CHANGED
         assert hits[0].by_vector is not None and hits[0].by_text is not None
-    result = CliRunner().invoke(
-        app,
-        [
-            "search",
-            "what happens to a message after too many failed deliveries",
-            "--data-dir",
-            str(runs),
-            "--db",
-            db,
-            "-k",
-            "2",
-        ],
-    )
+    asked = ["search", question, "--data-dir", str(runs), "--db", db, "-k", "5"]
+    result = CliRunner().invoke(app, asked)
     assert result.exit_code == 0, result.output
-    first = result.output.splitlines()[0]
-    assert first.startswith("1. [") and first.endswith(f"] {CHANGED}")
+    print(result.output)  # what a person reads, shown by pytest -s
+    lines = result.output.splitlines()
+    assert lines[0] == CHANGED and lines[1].startswith("  1. [")
+    assert "====" not in result.output and "| --- |" not in result.output
+    urls = [hit.url for hit in hits]
+    shared = next(url for url in urls if urls.count(url) > 1)
+    assert lines.count(shared) == 1  # two hits on one page: its URL printed once
+    assert sum(line.startswith("  ") and ". [" in line for line in lines) == 5
+
+    best = CliRunner().invoke(app, [*asked, "--min-score", "1"])
+    assert best.exit_code == 0, best.output
+    ranked = [line for line in best.output.splitlines() if ". [" in line]
+    assert best.output.splitlines()[0] == CHANGED and len(ranked) == 1  # no tie with the best
+    assert ranked[0].startswith("  1. [")
+    found = CliRunner().invoke(app, [*asked, "--min-score", "1", "--json"])
+    assert [json.loads(line)["rank"] for line in found.output.splitlines()] == [1]
+    assert json.loads(found.output)["text"] == hits[0].text and json.loads(found.output)["snippet"]
 
 
 _KILLED_LOAD = """

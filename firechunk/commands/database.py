@@ -144,6 +144,17 @@ def search(
         int,
         typer.Option("--top", "-k", min=1, max=100, metavar="N", help="How many chunks to show."),
     ] = 5,
+    min_score: Annotated[
+        float,
+        typer.Option(
+            "--min-score",
+            min=0.0,
+            max=1.0,
+            metavar="FRACTION",
+            help="Show only chunks scoring at least FRACTION of the best one's score: relative "
+            "to the best hit, so 1 keeps the best (and any tied with it), 0 every one of --top.",
+        ),
+    ] = 0.0,
     collection: SearchedCollection = None,
     embedder: EmbedderName = "local",
     model: Model = None,
@@ -153,14 +164,17 @@ def search(
         bool,
         typer.Option(
             "--json",
-            help="One JSON object a line: rank, chunk_id, score, url, title, breadcrumb, text.",
+            help="One JSON object a line: rank, chunk_id, score, url, title, breadcrumb, "
+            "text, snippet.",
         ),
     ] = False,
 ) -> None:
     """Hybrid search (BM25 and vectors, fused by reciprocal rank) over a loaded
-    collection."""
+    collection. Each page's URL is printed once, then its hits: rank, fused score,
+    breadcrumb, and the words around the sentence that best matches the question."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from firechunk.db.search import above, by_page
     from firechunk.db.search import search as run_search
     from firechunk.embedders import make_embedder
 
@@ -173,26 +187,37 @@ def search(
         with _connection(db, data_dir, create=False) as conn:
             built = building.result()
             chosen = _loaded_collection(conn, collection, built, _nothing_loaded(db, data_dir))
-            hits = run_search(conn, chosen, question, built, k)
+            hits = above(run_search(conn, chosen, question, built, k), min_score)
     if not hits and not as_json:
         _console().print(f"no chunk of {chosen} matches")
-    for hit in hits:
-        typer.echo(_hit_json(hit) if as_json else _hit_lines(hit))
+    if as_json:
+        for hit in hits:
+            typer.echo(_hit_json(hit, question))
+        return
+    for n, (url, on_page) in enumerate(by_page(hits)):
+        typer.echo(("\n" if n else "") + _page_lines(url, on_page, question))
 
 
-def _hit_json(hit) -> str:
+def _hit_json(hit, question: str) -> str:
     import orjson
 
+    from firechunk.db.snippet import snippet
+
     fields = ("rank", "chunk_id", "score", "url", "title", "breadcrumb", "text")
-    return orjson.dumps({name: getattr(hit, name) for name in fields}).decode()
+    found = {name: getattr(hit, name) for name in fields}
+    return orjson.dumps({**found, "snippet": snippet(hit.text, question)}).decode()
 
 
-def _hit_lines(hit) -> str:
-    """Rank, score and URL; the breadcrumb; the start of the text as one line of words."""
-    crumb = " › ".join(hit.breadcrumb) or hit.title
-    words = " ".join(hit.text.split())
-    snippet = words if len(words) <= 200 else words[:200].rsplit(" ", 1)[0] + " …"
-    return f"{hit.rank}. [{hit.score:.4f}] {hit.url}\n   {crumb}\n   {snippet}"
+def _page_lines(url: str, hits, question: str) -> str:
+    """The URL once; under it each hit's rank, score and breadcrumb, and the words around
+    its sentence that best matches the question (`firechunk.db.snippet`)."""
+    from firechunk.db.snippet import snippet
+
+    lines = [url]
+    for hit in hits:
+        crumb = " › ".join(hit.breadcrumb) or hit.title
+        lines += [f"  {hit.rank}. [{hit.score:.4f}] {crumb}", f"     {snippet(hit.text, question)}"]
+    return "\n".join(lines)
 
 
 def collections(data_dir: DataDir = Path("data"), db: DbUrl = None) -> None:

@@ -144,6 +144,25 @@ def search(
     ]
 
 
+def above(hits: list[Hit], fraction: float) -> list[Hit]:
+    """The hits whose fused score is at least `fraction` of the best one's (0 keeps all,
+    1 only the best, or those tied with it): a fused score means nothing on its own, so
+    the cutoff is relative."""
+    if not hits or fraction <= 0:
+        return list(hits)
+    floor = fraction * max(hit.score for hit in hits)
+    return [hit for hit in hits if hit.score >= floor]
+
+
+def by_page(hits: list[Hit]) -> list[tuple[str, list[Hit]]]:
+    """The hits grouped by URL, pages in the order of their best hit, each page's hits in
+    their order."""
+    pages: dict[str, list[Hit]] = {}
+    for hit in sorted(hits, key=lambda hit: (-hit.score, hit.rank)):
+        pages.setdefault(hit.url, []).append(hit)
+    return list(pages.items())
+
+
 @dataclass(frozen=True)
 class Collection:
     """A collection as its sync row describes it."""
