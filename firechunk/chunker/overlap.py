@@ -184,8 +184,7 @@ def _fence_mark_lines(text: str) -> list[tuple[int, int]]:
 
 
 def _tail_within(text: str, limit: int, counter: Sizer) -> str:
-    tokens = counter.encode(text)
-    if len(tokens) <= limit:
+    tail = counter.tail(text, limit)
+    if tail is None:  # all of it fits
         return text
-    tail = counter.decode(tokens[-limit:])
     return tail.split(" ", 1)[-1] if " " in tail else tail  # start at a whole word

@@ -5,7 +5,8 @@ Every pass that needs a size takes a `Sizer` and nothing else reaches for a toke
     sizer(text)                       tokens of a text (also `sizer.count(text)`)
     sizer.joined(parts, seps)         tokens of counted parts joined by separators
     sizer.with_sep(text, tokens, sep) tokens of a counted text with a separator after it
-    sizer.encode(text), sizer.decode(ids)   token ids (overlap cuts a sentence to a budget)
+    sizer.tail(text, limit)           the end of a text within `limit` tokens, None when
+                                      all of it fits (overlap cuts a sentence to a budget)
 
 Counting a join from its parts' counts (the join shortcut):
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from firechunk.tokens import Sizer as TokenSizer
 from firechunk.tokens import TokenCounter
 
 # The encodings whose pre-tokenizer the identity above is derived from and holds for.
@@ -36,7 +38,8 @@ EXACT_JOIN_ENCODINGS = frozenset({"cl100k_base"})
 
 
 class Sizer:
-    """Counts, encodes and decodes text in one tiktoken encoding; counts joins of texts
+    """Counts text in one encoding (a tiktoken `TokenCounter`, or any `firechunk.tokens.Sizer`
+    a library caller gives, such as a Hugging Face tokenizer's); counts joins of texts
     already counted without counting the joined text where that is exact.
 
     The join shortcut (`joined`, `with_sep`) is exact for cl100k_base, the one encoding
@@ -47,15 +50,16 @@ class Sizer:
     encoding, the joined text is built and counted whole: slower, never wrong.
     Other encodings differ where it matters: r50k/p50k (GPT-2) split `\\n\\n` before a
     word into two pre-tokens, and o200k's punctuation pre-token runs on through newlines
-    into a following `/`.
+    into a following `/`. Any other sizer (Hugging Face's) counts every join whole.
     """
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: TokenSizer) -> None:
         self.encoding = counter.encoding_name
-        self.exact_joins = counter.encoding_name in EXACT_JOIN_ENCODINGS
+        self.exact_joins = (
+            isinstance(counter, TokenCounter) and counter.encoding_name in EXACT_JOIN_ENCODINGS
+        )
         self.count = counter.count
-        self.encode = counter.encode
-        self.decode = counter.decode
+        self.tail = counter.tail
 
     def __call__(self, text: str) -> int:
         return self.count(text)

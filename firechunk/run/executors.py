@@ -29,9 +29,13 @@ from concurrent.futures import ProcessPoolExecutor
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.run.outcomes import PackedOutcome, chunk_pages
 from firechunk.run.plan import PageInput
-from firechunk.tokens import get_encoding
+from firechunk.tokens import Sizer, get_encoding
 
-Executor = Callable[[list[list[PageInput]], str, ChunkerOptions], Iterable[list[PackedOutcome]]]
+# Each executor takes the batches, the encoding (a tiktoken encoding's name, or a library
+# caller's picklable sizer: `firechunk.ChunkConfig`) and the options.
+Executor = Callable[
+    [list[list[PageInput]], str | Sizer, ChunkerOptions], Iterable[list[PackedOutcome]]
+]
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
 
@@ -87,7 +91,10 @@ def kill_workers(pool: ProcessPoolExecutor) -> None:
 
 @contextlib.contextmanager
 def results_of(
-    executor: Executor, batches: list[list[PageInput]], encoding: str, options: ChunkerOptions
+    executor: Executor,
+    batches: list[list[PageInput]],
+    encoding: str | Sizer,
+    options: ChunkerOptions,
 ) -> Iterator[Iterable[list[PackedOutcome]]]:
     """The executor's results, its iteration closed when the block ends early (an error,
     an interrupt): a generator left suspended would keep its workers busy until it is
@@ -107,7 +114,7 @@ def _start_worker(parent: int) -> None:
 
 
 def in_process(
-    batches: list[list[PageInput]], encoding: str, options: ChunkerOptions
+    batches: list[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
 ) -> Iterator[list[PackedOutcome]]:
     """The batches one after another, in this process."""
     return (chunk_pages(batch, encoding, options) for batch in batches)
@@ -120,12 +127,13 @@ def process_pool(workers: int) -> Executor:
     iterates the batches, which outlives them (the pool is shut down before it is done)."""
 
     def run(
-        batches: list[list[PageInput]], encoding: str, options: ChunkerOptions
+        batches: list[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
     ) -> Iterator[list[PackedOutcome]]:
         if workers <= 1 or len(batches) <= 1:
             yield from in_process(batches, encoding, options)
             return
-        get_encoding(encoding)  # loaded once here, inherited by forked workers
+        if isinstance(encoding, str):
+            get_encoding(encoding)  # loaded once here, inherited by forked workers
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         mine = batches[::workers]
         theirs = [batch for i, batch in enumerate(batches) if i % workers]

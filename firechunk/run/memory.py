@@ -16,7 +16,7 @@ from firechunk.run.collection import collection_for_run
 from firechunk.run.executors import in_process, process_pool
 from firechunk.run.outcomes import PackedOutcome, StoredOutcome
 from firechunk.run.plan import make_batches, page_inputs, plan_pages, useful_workers
-from firechunk.tokens import DEFAULT_ENCODING
+from firechunk.tokens import DEFAULT_ENCODING, Sizer
 from schemas.chunk import Chunk
 from schemas.page import CrawlResult
 from schemas.report import ChunkRun
@@ -26,10 +26,11 @@ def chunk_crawl(
     crawl: CrawlResult,
     *,
     workers: int = 1,
-    encoding: str = DEFAULT_ENCODING,
+    encoding: str | Sizer = DEFAULT_ENCODING,
     options: ChunkerOptions | None = None,
 ) -> ChunkRun:
-    """Chunk every page of `crawl` on up to `workers` processes; the run, in memory."""
+    """Chunk every page of `crawl` on up to `workers` processes; the run, in memory.
+    `encoding`: a tiktoken encoding's name, or a sizer (`firechunk.tokens.Sizer`)."""
     started = time.time()
     options = options or ChunkerOptions()
     plan = plan_pages(page_inputs(crawl))
@@ -40,7 +41,8 @@ def chunk_crawl(
         {o.index: o for outcomes in executor(batches, encoding, options) for o in outcomes}
     )
     sink = ChunkList()
-    assembled = assemble(plan.pages, outcomes, sink, encoding=encoding, started=started)
+    name = encoding if isinstance(encoding, str) else encoding.encoding_name
+    assembled = assemble(plan.pages, outcomes, sink, encoding=name, started=started)
     urls = (page.canonical_url for page in assembled.pages)
     assembled.report.collection = collection_for_run(None, urls)
     return ChunkRun(

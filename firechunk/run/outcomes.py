@@ -28,6 +28,7 @@ from firechunk.chunker.page import (
 from firechunk.chunker.sizer import Sizer
 from firechunk.run.budget import PageTimeout, time_budget
 from firechunk.run.plan import PageInput
+from firechunk.tokens import Sizer as TokenSizer
 from firechunk.tokens import TokenCounter
 
 
@@ -91,19 +92,26 @@ class PackedOutcome:
 
 
 def chunk_pages(
-    batch: list[PageInput], encoding: str, options: ChunkerOptions
+    batch: list[PageInput], encoding: str | TokenSizer, options: ChunkerOptions
 ) -> list[PackedOutcome]:
     """Chunk a batch of pages, add what each draft's text tells, pack each outcome; a page
-    that fails becomes an outcome with a reason, and costs that page only.
+    that fails becomes an outcome with a reason, and costs that page only. `encoding`: a
+    tiktoken encoding's name, or a sizer of the library's caller (`firechunk.ChunkConfig`).
 
     Runs in a worker: the recounts, overlaps and packing are the bulk of the work after
     chunking itself, and done here they are done in parallel, once per page text.
     """
-    sizer = Sizer(TokenCounter(encoding))
-    return [_outcome(page, sizer, options).packed() for page in batch]
+    sizer = page_sizer(encoding)
+    return [page_outcome(page, sizer, options).packed() for page in batch]
 
 
-def _outcome(page: PageInput, sizer: Sizer, options: ChunkerOptions) -> StoredOutcome:
+def page_sizer(encoding: str | TokenSizer) -> Sizer:
+    """The chunker's sizer for a tiktoken encoding's name or a caller's own sizer."""
+    return Sizer(TokenCounter(encoding) if isinstance(encoding, str) else encoding)
+
+
+def page_outcome(page: PageInput, sizer: Sizer, options: ChunkerOptions) -> StoredOutcome:
+    """One page's outcome (what `chunk_pages` packs): its drafts, or why it is quarantined."""
     try:
         with time_budget(options.page_seconds):
             chunks = chunk_page(
@@ -120,7 +128,7 @@ def _outcome(page: PageInput, sizer: Sizer, options: ChunkerOptions) -> StoredOu
 
 
 def _stored(index: int, page: PageChunks, sizer: Sizer, overlap: int) -> StoredOutcome:
-    for draft in page.chunks[:-1]:
+    for draft in page.chunks[:-1] if overlap > 0 else ():  # 0: no overlap text
         draft.overlap = overlap_after(draft.text, draft.sections[-1], sizer, overlap)
     return StoredOutcome(
         index=index,
