@@ -92,3 +92,17 @@ def check_url(url: str) -> None:
             f"the database URL {redact(url)!r} is not a Postgres URL: give "
             "postgresql://user@host:port/db or a key=value conninfo"
         ) from None
+
+
+@contextlib.contextmanager
+def connection(url: str | None, data_dir: Path, create: bool = True) -> Iterator:
+    """An autocommit connection to `url` (`database_url`), else to the embedded database
+    under `data_dir`; a database failure inside becomes a `DatabaseError` whose one line
+    says what to do (`firechunk.db.failures`). `create` false for a reader: it never makes
+    a new embedded cluster. What the library's `firechunk.load` and `firechunk.search` open."""
+    from firechunk.db.failures import explained
+
+    embedded_dir = None if url else Path(data_dir) / embedded.CLUSTER_DIR
+    with connect(url, Path(data_dir), create) as conn, explained(embedded_dir):
+        conn.autocommit = True
+        yield conn

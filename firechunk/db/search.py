@@ -184,3 +184,27 @@ def loaded_collections(conn: psycopg.Connection) -> list[Collection]:
         "order by collection"
     ).fetchall()
     return [Collection(*row) for row in rows]
+
+
+class CollectionNotLoaded(LookupError):
+    """No collection, or not the one asked for, or several and none named, is loaded."""
+
+
+def chosen_collection(conn: psycopg.Connection, collection: str | None, embedder: Embedder) -> str:
+    """The collection a search reads: `collection`, else the only one loaded. Refused when
+    it was embedded with another model than `embedder`'s: its vectors would not compare."""
+    held = loaded_collections(conn)
+    if not held:
+        raise CollectionNotLoaded("the database holds no loaded run yet: load one first")
+    names = ", ".join(c.name for c in held)
+    if collection is None and len(held) > 1:
+        raise CollectionNotLoaded(f"the database holds several collections ({names}): name one")
+    match = next((c for c in held if collection in (None, c.name)), None)
+    if match is None:
+        raise CollectionNotLoaded(f"collection {collection!r} is not loaded; loaded: {names}")
+    if (match.model, match.dimensions) != (embedder.model, embedder.dimensions):
+        raise CollectionNotLoaded(
+            f"{match.name} was embedded with {match.model} ({match.dimensions} dimensions); "
+            "search it with the same embedder"
+        )
+    return match.name
