@@ -3,6 +3,13 @@ and setext headings, and heading text cleaned of every markdown mark."""
 
 from __future__ import annotations
 
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import mistletoe
 import pytest
 from mistletoe import Document, span_token
 
@@ -252,3 +259,77 @@ def test_heading_blocks_get_clean_titles_from_the_parser():
     ]
     titles = [b.title for b in parse_blocks(lines) if b.kind == HEADING]
     assert titles == ["supabase_auth_admin", "Setext with bold"]
+
+
+# -- threads ----------------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+SAMPLE_CRAWL = TESTS.parent / "data" / "sample" / "crawl.json"
+
+
+def varied_pages() -> list[list[str]]:
+    """The sample crawl's pages, the platform fixtures and PAGE, as lines: every kind of
+    block, setext headings, quotes, lists, tables, link reference definitions."""
+    crawl = json.loads(SAMPLE_CRAWL.read_text(encoding="utf-8"))
+    texts = [page["markdown"] for page in crawl["data"] if page.get("markdown")]
+    texts += [path.read_text(encoding="utf-8") for path in sorted((TESTS / "pages").glob("*.md"))]
+    texts.append(PAGE)
+    return [text.split("\n") for text in texts]
+
+
+def parse_or_error(lines: list[str]) -> object:
+    try:
+        return parse_blocks(lines)
+    except Exception as error:  # a race may raise: compare it like any other result
+        return f"{type(error).__name__}: {error}"
+
+
+@pytest.fixture
+def busy_switching():
+    """Switch threads as often as the interpreter can, so parses interleave."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(interval)
+
+
+def test_parses_on_eight_threads_give_the_serial_result(busy_switching):
+    pages = varied_pages()
+    serial = [parse_blocks(lines) for lines in pages]
+    assert {block.kind for blocks in serial for block in blocks} >= {
+        HEADING,
+        PARAGRAPH,
+        CODE,
+        TABLE,
+        LIST,
+        QUOTE,
+        RULE,
+    }
+    jobs = [index for _ in range(12) for index in range(len(pages))]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        found = list(pool.map(lambda index: parse_or_error(pages[index]), jobs))
+    wrong = [index for index, result in zip(jobs, found, strict=True) if result != serial[index]]
+    assert not wrong, f"{len(wrong)} of {len(jobs)} threaded parses differ from the serial one"
+    assert [parse_blocks(lines) for lines in pages] == serial
+
+
+def test_mistletoe_renders_inline_markup_while_and_after_parses_run_on_threads(busy_switching):
+    pages = varied_pages()
+    done = threading.Event()
+
+    def parse_until_done() -> None:
+        while not done.is_set():
+            for lines in pages:
+                parse_or_error(lines)
+
+    threads = [threading.Thread(target=parse_until_done) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        rendered = [mistletoe.markdown("*x*") for _ in range(200)]
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+    assert set(rendered) == {"<p><em>x</em></p>\n"}
+    assert mistletoe.markdown("*x*") == "<p><em>x</em></p>\n"
