@@ -13,11 +13,12 @@ dropping of repeated chunks, chunk ids and overlap links depend on all pages tog
 they are decided again on every run (`firechunk.run.assemble`). An incremental rebuild
 gives exactly what a full rebuild of the same crawl gives: same ids, texts, overlaps, order.
 
-The key includes `chunker_version()`, a hash of `firechunk/chunker/`, of token counting,
-of the fields an outcome is stored with, and of tiktoken's version: changing any of them
-makes every key new, so outcomes made by other code are never reused and nobody has to
-remember to bump a version number. Editing the run side (assembly, the report,
-validation) keeps every key.
+The key includes `chunker_version()`, a hash of every module that shapes a stored outcome
+(`firechunk/chunker/`, token counting, the worker that adds overlaps, recounts and heading
+lines and packs the outcome, its time budget), of the fields an outcome is stored with, and
+of the tiktoken and mistletoe releases: changing any of them makes every key new, so
+outcomes made by other code are never reused and nobody has to remember to bump a version
+number. Editing the rest of the run side (assembly, the report, validation) keeps every key.
 
 Each outcome is stored with the sha256 of its payload, and only outcomes whose payload
 still has that hash are copied forward: a cache edited or damaged on disk costs a re-chunk
@@ -34,6 +35,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import fields
 from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
 
 import tiktoken
@@ -44,19 +46,38 @@ from firechunk.run.plan import PageInput, PlannedPage
 
 STATE_FILE = "rebuild_state.sqlite"
 _PACKAGE = Path(__file__).resolve().parent.parent  # firechunk/
-# The code whose behaviour decides an outcome; see chunker_version().
-_VERSIONED_SOURCES = sorted((_PACKAGE / "chunker").glob("*.py")) + [_PACKAGE / "tokens.py"]
+
+
+def _versioned_sources(package: Path) -> list[Path]:
+    """The modules of `package` whose code decides a stored outcome: every module the
+    worker (`outcomes.chunk_pages`) runs, but `run/plan.py`, whose `PageInput` only carries
+    the page's inputs, which `outcome_key` hashes by value. A test walks the worker's
+    imports and checks that each is here."""
+    return sorted((package / "chunker").glob("*.py")) + [
+        package / "tokens.py",  # token counting
+        package / "run" / "outcomes.py",  # the worker: overlaps, recounts, heading lines
+        package / "run" / "budget.py",  # the time budget: a page over it is kept as a timeout
+    ]
+
+
+_VERSIONED_SOURCES = _versioned_sources(_PACKAGE)
 
 
 @lru_cache(maxsize=1)
 def chunker_version() -> str:
-    """A hash of the chunker's code, the fields an outcome is stored with, and the
-    tiktoken release."""
+    """A hash of the code that decides an outcome, the fields it is stored with, and the
+    tiktoken and mistletoe releases (`code_version` of this package)."""
+    return code_version(_PACKAGE)
+
+
+def code_version(package: Path) -> str:
+    """`chunker_version` of the sources of `package` (a copy of `firechunk/`)."""
     digest = hashlib.sha256(f"tiktoken {tiktoken.__version__}\n".encode())
+    digest.update(f"mistletoe {version('mistletoe')}\n".encode())
     stored = [f.name for kind in (StoredOutcome, StoredDraft) for f in fields(kind)]
     digest.update(f"{stored}\n".encode())
-    for path in _VERSIONED_SOURCES:
-        digest.update(f"{path.name}\n".encode())
+    for path in _versioned_sources(package):
+        digest.update(f"{path.relative_to(package).as_posix()}\n".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
