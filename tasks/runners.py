@@ -5,12 +5,10 @@ parameter is built here and entered by `tasks.chunk.on_task_runner` for the chun
 step only. Chunking is CPU-bound Python, so threads would not help: processes, or Dask
 workers that are processes.
 
-The local processes, and the temporary API server `firechunk rebuild` starts
-(`start_temporary_api`), die with the process that started them however it ends, SIGKILL
-and the OOM killer included (`firechunk.run.executors.die_with_parent`). Neither takes a
-terminal's Ctrl-C for itself: the workers ignore it and are killed when the flow stops
-early, and the API runs in a session of its own, so that the interrupted flow can still
-report its end to it before the command stops it.
+The local processes die with the process that started them however it ends, SIGKILL and
+the OOM killer included (`firechunk.run.executors.die_with_parent`), as does the temporary
+API `firechunk rebuild` starts (`tasks.temporary_api`). The workers ignore a terminal's
+Ctrl-C: they are killed when the flow stops early.
 """
 
 from __future__ import annotations
@@ -19,29 +17,22 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing import forkserver, resource_tracker
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import Any, Literal, Self
 
-from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner
 
 from firechunk.activity import is_interrupt
 from firechunk.run.executors import (
-    die_with_parent,
     ignore_interrupts,
     interrupts_held,
     kill_workers,
 )
 from firechunk.tokens import DEFAULT_ENCODING, get_encoding
-
-if TYPE_CHECKING:
-    from fastapi import FastAPI
 
 TaskRunnerKind = Literal["process", "dask"]
 
@@ -198,57 +189,3 @@ def api_shared_with_workers() -> Iterator[None]:
         return
     with temporary_settings({PREFECT_API_URL: server.api_url}):
         yield
-
-
-# Tells the temporary API's process which process started it (`temporary_api_app`).
-_API_PARENT = "FIRECHUNK_API_PARENT_PID"
-
-
-def start_temporary_api() -> None:
-    """Start Prefect's temporary API now, from this thread, tied to it, when no API is
-    configured (no PREFECT_API_URL); Prefect then uses it, and stops it at exit, as it would
-    the server it starts itself.
-
-    Prefect would start it on first use, from whichever thread first needs the API, as a
-    plain subprocess that outlives a SIGKILL of the command (or the OOM killer), with its
-    230 MB. Here its process ties itself to this thread before it builds the app
-    (`temporary_api_app`). Call it from the main thread: the server dies with that thread.
-    """
-    if PREFECT_API_URL.value():
-        return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    class TemporaryApi(SubprocessASGIServer):
-        """Prefect's temporary server, its process started by `_api_process`. Made first,
-        it is the instance Prefect's `SubprocessASGIServer()` returns from then on."""
-
-        def _run_uvicorn_command(self) -> subprocess.Popen[bytes]:
-            return _api_process(self.port)
-
-    TemporaryApi().start()
-
-
-def _api_process(port: int) -> subprocess.Popen[bytes]:
-    """The command Prefect runs for its temporary server, with this module's app factory
-    (imported from this checkout, whatever the directory the command runs in holds)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(__file__).resolve().parents[1])]
-        + ["--factory", f"{__name__}:temporary_api_app", "--host", "127.0.0.1"]
-        + ["--port", str(port), "--log-level", "error", "--lifespan", "on"],
-        env={
-            **os.environ,
-            **get_current_settings().to_environment_variables(exclude_unset=True),
-            "PREFECT_UI_ENABLED": "0",
-            _API_PARENT: str(os.getpid()),
-        },
-        start_new_session=True,  # a terminal's Ctrl-C is the command's, not the API's
-    )
-
-
-def temporary_api_app() -> FastAPI:
-    """Prefect's API app without UI or services, built in the temporary server's process
-    once that process is tied to the one that started it."""
-    die_with_parent(int(os.environ[_API_PARENT]))
-    from prefect.server.api.server import create_app
-
-    return create_app(ephemeral=True, final=True)

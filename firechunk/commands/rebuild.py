@@ -27,10 +27,6 @@ from schemas.api_version import ApiVersion
 if TYPE_CHECKING:
     from schemas.job import CrawlTarget
 
-# A fresh Prefect database is migrated when the temporary API first starts; on a small
-# machine that takes longer than Prefect's default wait of 20 s.
-_EPHEMERAL_STARTUP_TIMEOUT = "120"
-
 
 def rebuild(
     replay: Annotated[
@@ -167,9 +163,6 @@ def rebuild(
     max_failed_pages: MaxFailedPages = DEFAULT_MAX_FAILED_PAGES,
 ) -> None:
     """Crawl (or replay), chunk, validate and publish: the rebuild flow, run locally."""
-    os.environ.setdefault(
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", _EPHEMERAL_STARTUP_TIMEOUT
-    )
     # The temporary API's telemetry has nowhere to go on an offline machine, and says so
     # with an ERROR line on every run.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -208,15 +201,20 @@ def rebuild(
         check_secret_block(secret_block)  # no server started: said first, offline too
     if target is not None:  # Prefect would retry the crawl task for minutes on a bad name
         check_resolves(api_url or DEFAULT_API_URL, "Firecrawl API URL")
-    from flows.rebuild import rebuild as rebuild_flow
-    from tasks.runners import start_temporary_api
+    from tasks.temporary_api import reporting_to, temporary_api, wait_until_answering
 
-    if not debugging():
-        quiet_known_tracebacks()
-    with doing("rebuild", "starting Prefect's temporary API", lambda: "nothing changed"):
-        start_temporary_api()  # from the main thread, which lives as long as the command
-    # A crawl error, a refused publish or a bug: `firechunk.commands.exits` says it.
-    result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})
+    # Started from the main thread, which lives as long as the command, before the flow's
+    # modules are imported: the server boots while they load.
+    with temporary_api() as api:
+        with doing("rebuild", "starting Prefect's temporary API", lambda: "nothing changed"):
+            from flows.rebuild import rebuild as rebuild_flow
+
+            if not debugging():
+                quiet_known_tracebacks()
+            wait_until_answering(api)
+        with reporting_to(api):
+            # A crawl error, a refused publish or a bug: `firechunk.commands.exits` says it.
+            result = rebuild_flow(**{k: v for k, v in parameters.items() if v is not None})
     from firechunk.publish import format_result
 
     typer.echo(format_result(result))
