@@ -24,7 +24,7 @@ def chunk(
     data_dir: Path = Path("data"),
     task_runner: TaskRunnerKind = "process",
     dask_address: str | None = None,
-    workers: int = 2,
+    workers: int | None = None,
     run_id: str | None = None,
     full: bool = False,
     allow_shrink: bool = False,
@@ -43,7 +43,8 @@ def chunk(
             or "dask" (a Dask cluster).
         dask_address: The Dask scheduler to chunk on (tcp://host:8786); empty for a local
             cluster of `workers` processes.
-        workers: How many processes chunk pages side by side.
+        workers: How many processes chunk pages side by side; empty for 2, or none (the
+            flow's own process) when under 2 MB of pages is left to chunk.
         run_id: The run directory's name (letters, digits, '.', '_', '-'), which must be
             new; empty for the UTC start time and a random suffix.
         full: Chunk every page again, reusing nothing from the last good run.

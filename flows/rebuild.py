@@ -44,7 +44,7 @@ def rebuild(
     replay: Path | None = None,
     task_runner: TaskRunnerKind = "process",
     dask_address: str | None = None,
-    workers: int = 2,
+    workers: int | None = None,
     data_dir: Path = Path("data"),
     secret_block: str = DEFAULT_SECRET_BLOCK,
     run_id: str | None = None,
@@ -81,7 +81,8 @@ def rebuild(
             or "dask" (a Dask cluster).
         dask_address: The Dask scheduler to chunk on (tcp://host:8786); empty for a local
             cluster of `workers` processes.
-        workers: How many processes chunk pages side by side.
+        workers: How many processes chunk pages side by side; empty for 2, or none (the
+            flow's own process) when under 2 MB of pages is left to chunk.
         data_dir: The data root: runs/, raw/, jobs/ and the latest link live under it.
         secret_block: The Prefect Secret block holding the Firecrawl API key; without
             it, FIRECRAWL_API_KEY in the worker's environment.

@@ -56,7 +56,9 @@ def on_task_runner(runner: TaskRunner) -> Executor:
     return run
 
 
-def chunk_on_runner(start: RunStart, crawl_file: Path, runner: TaskRunner, workers: int) -> Chunked:
+def chunk_on_runner(
+    start: RunStart, crawl_file: Path, runner: TaskRunner, workers: int | None
+) -> Chunked:
     """The chunk stage, its batches on `runner`; call it inside a flow."""
     logger = get_run_logger()
     progress_id = create_progress_artifact(

@@ -32,6 +32,7 @@ from firechunk.run.executors import (
     interrupts_held,
     kill_workers,
 )
+from firechunk.run.stages import DEFAULT_WORKERS
 from firechunk.tokens import DEFAULT_ENCODING, get_encoding
 
 TaskRunnerKind = Literal["process", "dask"]
@@ -39,16 +40,17 @@ TaskRunnerKind = Literal["process", "dask"]
 
 def make_task_runner(
     kind: TaskRunnerKind = "process",
-    workers: int = 2,
+    workers: int | None = None,
     dask_address: str | None = None,
     encoding: str = DEFAULT_ENCODING,
 ) -> TaskRunner:
-    """`workers` processes on this machine, or a Dask cluster.
+    """`workers` processes (None: `DEFAULT_WORKERS`) on this machine, or a Dask cluster.
 
     For Dask: the scheduler at `dask_address` when given (its workers are whatever that
     cluster has), else a local cluster of `workers` single-threaded worker processes that
     lives as long as the chunking step.
     """
+    workers = DEFAULT_WORKERS if workers is None else workers
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     if kind == "process":

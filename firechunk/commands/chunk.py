@@ -44,8 +44,14 @@ def chunk(
         ),
     ] = None,
     workers: Annotated[
-        int, typer.Option(min=1, metavar="N", help="Processes that chunk pages in parallel.")
-    ] = 2,
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Processes that chunk pages in parallel (default: 2, or none for under "
+            "2 MB of pages left to chunk: this process is quicker than starting them).",
+        ),
+    ] = None,
     full: Annotated[
         bool, typer.Option("--full", help="Chunk every page again, reusing nothing.")
     ] = False,
@@ -74,7 +80,7 @@ def chunk(
     from firechunk.crawlfile import read_crawl
     from firechunk.publish import format_outcome, format_result
     from firechunk.run.executors import process_pool
-    from firechunk.run.stages import run_here, start_out_run, start_run
+    from firechunk.run.stages import DEFAULT_WORKERS, run_here, start_out_run, start_run
 
     # A bad file, or a place the run cannot be written, is refused before a run starts.
     pages = len(read_crawl(crawl_file, allow_partial=allow_partial).data)
@@ -98,7 +104,11 @@ def chunk(
         raise CommandError(str(error)) from None
     with _chunking_bar(pages) as progress:
         written, outcome, result = run_here(
-            start, crawl_file, process_pool(workers), workers=workers, progress=progress
+            start,
+            crawl_file,
+            process_pool(workers or DEFAULT_WORKERS),
+            workers=workers,
+            progress=progress,
         )
     _summary(written, start.run_dir)
     if result is None:

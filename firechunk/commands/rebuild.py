@@ -86,8 +86,14 @@ def rebuild(
         ),
     ] = None,
     workers: Annotated[
-        int, typer.Option(min=1, metavar="N", help="Processes that chunk pages in parallel.")
-    ] = 2,
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Processes that chunk pages in parallel (default: 2, or none for under "
+            "2 MB of pages left to chunk: this process is quicker than starting them).",
+        ),
+    ] = None,
     data_dir: Annotated[
         Path,
         typer.Option(
@@ -201,6 +207,7 @@ def rebuild(
         check_secret_block(secret_block)  # no server started: said first, offline too
     if target is not None:  # Prefect would retry the crawl task for minutes on a bad name
         check_resolves(api_url or DEFAULT_API_URL, "Firecrawl API URL")
+    from firechunk.validate.suites import import_gx
     from tasks.temporary_api import reporting_to, temporary_api, wait_until_answering
 
     # Started from the main thread, which lives as long as the command, before the flow's
@@ -211,6 +218,8 @@ def rebuild(
 
             if not debugging():
                 quiet_known_tracebacks()
+            if api is not None:
+                import_gx()
             wait_until_answering(api)
         with reporting_to(api):
             # A crawl error, a refused publish or a bug: `firechunk.commands.exits` says it.

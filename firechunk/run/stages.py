@@ -73,10 +73,12 @@ from schemas.report import ChunkReport
 from schemas.validation import ValidationOutcome
 
 RUN_JSON = "run.json"
-# A run that reuses pages and has fewer characters than this left to chunk chunks them in
-# this process: 2 MB is a few seconds of chunking, about what starting worker processes
-# (or connecting to a cluster) costs before they chunk anything.
+# Fewer characters than this left to chunk are chunked in this process when the run reuses
+# pages or was not told how many workers to use: 2 MB is a few seconds of chunking, about
+# what starting worker processes (or connecting to a cluster) costs before they chunk
+# anything.
 INLINE_CHARS = 2_000_000
+DEFAULT_WORKERS = 2  # when not told, and there is more than INLINE_CHARS to chunk
 
 Progress = Callable[[int, int], None]  # (pages chunked so far, pages to chunk)
 
@@ -185,12 +187,13 @@ def chunk_stage(
     crawl_file: Path,
     executor: Executor,
     *,
-    workers: int,
+    workers: int | None,
     options: ChunkerOptions | None = None,
     progress: Progress | None = None,
 ) -> Chunked:
-    """Plan the crawl, reuse what the baseline has, chunk the rest with `executor`; the
-    plan and every outcome end up in the run's page cache."""
+    """Plan the crawl, reuse what the baseline has, chunk the rest with `executor` on
+    `workers` (None: `DEFAULT_WORKERS`, or this process for little work); the plan and every
+    outcome end up in the run's page cache."""
     options = options or ChunkerOptions()
     started = time.time()
     with _stage(start, "chunking"):
@@ -203,9 +206,10 @@ def chunk_stage(
         try:
             reused = cache.copy_from(start.reuse_from, keys.values()) if start.reuse_from else set()
             fresh = [page for page in plan.to_chunk if keys[page.index] not in reused]
-            inline = bool(reused) and characters(fresh) < INLINE_CHARS
+            inline = characters(fresh) < INLINE_CHARS and (bool(reused) or workers is None)
             if inline:
                 executor, workers = in_process, 1
+            workers = workers or DEFAULT_WORKERS
             done = 0
             batches = list(make_batches(fresh, workers))
             with results_of(executor, batches, start.encoding, options) as results:
@@ -379,7 +383,7 @@ def run_here(
     crawl_file: Path,
     executor: Executor = in_process,
     *,
-    workers: int = 1,
+    workers: int | None = 1,
     progress: Progress | None = None,
 ) -> tuple[Written, ValidationOutcome, PublishResult | None]:
     """Every stage in this process; published unless the run was started with --out."""
