@@ -23,7 +23,7 @@ lazily, and the run's modules are imported by the functions that need them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,8 +149,9 @@ def chunk_markdown(
     title = clean_title(page.metadata.title) or url
     if url and (problem := page_problem(url, title)):
         raise PageRejected(*problem)
+    options = replace(config.options(), validation_facts=False)  # nothing validates it
     outcome = page_outcome(
-        PageInput(0, url, title, page.markdown), page_sizer(config.measure()), config.options()
+        PageInput(0, url, title, page.markdown), page_sizer(config.measure()), options
     )
     if not outcome.chunked:
         raise PageRejected(outcome.reason or "unknown", outcome.detail)

@@ -73,6 +73,10 @@ class ChunkerOptions:
     # A page taking longer is quarantined as `timeout` (`firechunk.run.budget`); its
     # outcome is kept like any other, so the next night does not spend it again.
     page_seconds: float = 30.0
+    # Whether each draft gets what validation checks of its text: a recount of its tokens
+    # and its heading lines (`firechunk.run.outcomes`). A run held in memory, which nothing
+    # validates, goes without: the recount alone is one more tiktoken pass over the text.
+    validation_facts: bool = True
 
 
 def chunk_page(

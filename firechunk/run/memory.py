@@ -2,12 +2,14 @@
 
 The same plan, worker and assembly as a written run (`firechunk.run.stages`); the outcomes
 stay in a dict instead of the page cache, and the rows become `Chunk`s instead of lines in
-the run's files. Nothing is reused, validated or published.
+the run's files. Nothing is reused, validated or published, so the drafts go without what
+only validation reads (`ChunkerOptions.validation_facts`).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from firechunk.chunker.page import ChunkerOptions
@@ -32,7 +34,7 @@ def chunk_crawl(
     """Chunk every page of `crawl` on up to `workers` processes; the run, in memory.
     `encoding`: a tiktoken encoding's name, or a sizer (`firechunk.tokens.Sizer`)."""
     started = time.time()
-    options = options or ChunkerOptions()
+    options = replace(options or ChunkerOptions(), validation_facts=False)
     plan = plan_pages(page_inputs(crawl))
     workers = useful_workers(plan.to_chunk, workers)
     batches = list(make_batches(plan.to_chunk, workers))
@@ -54,16 +56,21 @@ def chunk_crawl(
 
 
 class InMemoryOutcomes:
-    """Packed outcomes by page index, unpacked when assembly asks for them (`Outcomes`)."""
+    """Packed outcomes by page index, unpacked when assembly first asks for them
+    (`Outcomes`), and kept: assembly reads each page's twice, and the run holds every
+    chunk anyway."""
 
     def __init__(self, packed: dict[int, PackedOutcome]) -> None:
         self._packed = packed
+        self._unpacked: dict[int, StoredOutcome] = {}
 
     def content_hash(self, index: int) -> str | None:
         return self._packed[index].content_hash
 
     def get(self, index: int) -> StoredOutcome:
-        return StoredOutcome.from_payload(index, self._packed[index].payload)
+        if index not in self._unpacked:
+            self._unpacked[index] = StoredOutcome.from_payload(index, self._packed[index].payload)
+        return self._unpacked[index]
 
 
 class ChunkList:

@@ -36,9 +36,11 @@ from firechunk.tokens import TokenCounter
 class StoredDraft(DraftChunk):
     """A draft chunk as the chunker made it, with what its text alone tells."""
 
-    recount: int  # TokenCounter.count(text): what the suites compare `tokens` with
+    # TokenCounter.count(text): what the suites compare `tokens` with; None when the run
+    # is not validated (`ChunkerOptions.validation_facts`)
+    recount: int | None
     text_hash: str  # content_hash(text): what the suites check, and the key of repeats
-    heading_lines: list[str]  # validation_tables.heading_lines, sorted
+    heading_lines: list[str]  # validation_tables.heading_lines, sorted ([]: not validated)
 
 
 @dataclass
@@ -124,16 +126,18 @@ def page_outcome(page: PageInput, sizer: Sizer, options: ChunkerOptions) -> Stor
     except Exception as error:  # a parser bug must not sink the run
         detail = f"{type(error).__name__}: {error}"
         return StoredOutcome(page.index, reason="parse-error", detail=detail)
-    return _stored(page.index, chunks, sizer, options.limits.overlap)
+    return _stored(page.index, chunks, sizer, options)
 
 
-def _stored(index: int, page: PageChunks, sizer: Sizer, overlap: int) -> StoredOutcome:
+def _stored(index: int, page: PageChunks, sizer: Sizer, options: ChunkerOptions) -> StoredOutcome:
+    overlap = options.limits.overlap
     for draft in page.chunks[:-1] if overlap > 0 else ():  # 0: no overlap text
         draft.overlap = overlap_after(draft.text, draft.sections[-1], sizer, overlap)
+    facts = options.validation_facts
     return StoredOutcome(
         index=index,
         content_hash=page.content_hash,
-        drafts=[_stored_draft(draft, sizer) for draft in page.chunks],
+        drafts=[_stored_draft(draft, sizer, facts) for draft in page.chunks],
         headings=list(page.headings),
         tokens_before=page.tokens_before,
         tokens_after=page.tokens_after,
@@ -142,12 +146,13 @@ def _stored(index: int, page: PageChunks, sizer: Sizer, overlap: int) -> StoredO
     )
 
 
-def _stored_draft(draft: DraftChunk, sizer: Sizer) -> StoredDraft:
-    """The draft as it is, with what its text tells added (the recount encodes the whole
-    text: it checks the counts the sizer derived)."""
+def _stored_draft(draft: DraftChunk, sizer: Sizer, facts: bool) -> StoredDraft:
+    """The draft as it is, with what its text tells added: its hash, which repeats are
+    found by, and with `facts` what validation checks (the recount encodes the whole text:
+    it checks the counts the sizer derived)."""
     return StoredDraft(
         **vars(draft),
-        recount=sizer.count(draft.text),
+        recount=sizer.count(draft.text) if facts else None,
         text_hash=content_hash(draft.text),
-        heading_lines=sorted(heading_lines(draft.text)),
+        heading_lines=sorted(heading_lines(draft.text)) if facts else [],
     )
