@@ -175,7 +175,10 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.M)
 
 def _too_deep(markdown: str) -> int | None:
     """The line (1-based) of the first list item nested past `MAX_DEPTH`, outside
-    fenced code; None for a page without one."""
+    fenced code; None for a page without one. Most pages have no run of spaces that long,
+    which a plain search rules out many times faster than the regex."""
+    if " " * (2 * MAX_DEPTH) not in markdown:
+        return None
     for match in _DEEP.finditer(markdown):
         before = markdown[: match.start()]
         if len(_FENCE.findall(before)) % 2 == 0:  # not inside a fence

@@ -15,9 +15,9 @@ from typing import Any
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.run.assemble import assemble
 from firechunk.run.collection import collection_for_run
-from firechunk.run.executors import in_process, process_pool
-from firechunk.run.outcomes import PackedOutcome, StoredOutcome
-from firechunk.run.plan import make_batches, page_inputs, plan_pages, useful_workers
+from firechunk.run.executors import process_pool
+from firechunk.run.outcomes import StoredOutcome, page_outcome, page_sizer
+from firechunk.run.plan import PageInput, make_batches, page_inputs, plan_pages, useful_workers
 from firechunk.tokens import DEFAULT_ENCODING, Sizer
 from schemas.chunk import Chunk
 from schemas.page import CrawlResult
@@ -37,11 +37,7 @@ def chunk_crawl(
     options = replace(options or ChunkerOptions(), validation_facts=False)
     plan = plan_pages(page_inputs(crawl))
     workers = useful_workers(plan.to_chunk, workers)
-    batches = list(make_batches(plan.to_chunk, workers))
-    executor = process_pool(workers) if workers > 1 else in_process
-    outcomes = InMemoryOutcomes(
-        {o.index: o for outcomes in executor(batches, encoding, options) for o in outcomes}
-    )
+    outcomes = InMemoryOutcomes(_outcomes(plan.to_chunk, workers, encoding, options))
     sink = ChunkList()
     name = encoding if isinstance(encoding, str) else encoding.encoding_name
     assembled = assemble(plan.pages, outcomes, sink, encoding=name, started=started)
@@ -55,22 +51,32 @@ def chunk_crawl(
     )
 
 
-class InMemoryOutcomes:
-    """Packed outcomes by page index, unpacked when assembly first asks for them
-    (`Outcomes`), and kept: assembly reads each page's twice, and the run holds every
-    chunk anyway."""
+def _outcomes(
+    pages: list[PageInput], workers: int, encoding: str | Sizer, options: ChunkerOptions
+) -> dict[int, StoredOutcome]:
+    """Each page's outcome by its index. On 1 worker the outcomes stay objects: packing
+    them (`chunk_pages`) only to unpack them took a twentieth of the run. From worker
+    processes they come packed, as every executor gives them, and are unpacked here."""
+    if workers <= 1:
+        sizer = page_sizer(encoding)
+        return {page.index: page_outcome(page, sizer, options) for page in pages}
+    batches = list(make_batches(pages, workers))
+    packed = (o for batch in process_pool(workers)(batches, encoding, options) for o in batch)
+    return {o.index: StoredOutcome.from_payload(o.index, o.payload) for o in packed}
 
-    def __init__(self, packed: dict[int, PackedOutcome]) -> None:
-        self._packed = packed
-        self._unpacked: dict[int, StoredOutcome] = {}
+
+class InMemoryOutcomes:
+    """Outcomes by page index, as assembly reads them (`Outcomes`)."""
+
+    def __init__(self, outcomes: dict[int, StoredOutcome]) -> None:
+        self._outcomes = outcomes
 
     def content_hash(self, index: int) -> str | None:
-        return self._packed[index].content_hash
+        outcome = self._outcomes[index]
+        return outcome.content_hash if outcome.chunked else None
 
     def get(self, index: int) -> StoredOutcome:
-        if index not in self._unpacked:
-            self._unpacked[index] = StoredOutcome.from_payload(index, self._packed[index].payload)
-        return self._unpacked[index]
+        return self._outcomes[index]
 
 
 class ChunkList:
