@@ -279,25 +279,12 @@ def _embedder_options(
 
 
 def _loaded_collection(conn, collection: str | None, embedder, nothing_loaded: str) -> str:
-    from firechunk.db.search import loaded_collections
+    from firechunk.db.search import CollectionNotLoaded, chosen_collection
 
-    held = loaded_collections(conn)
-    if not held:
-        raise _UserError(nothing_loaded)
-    names = ", ".join(c.name for c in held)
-    if collection is None and len(held) > 1:
-        raise _UserError(
-            f"the database holds several collections ({names}): choose one with --collection"
-        )
-    match = next((c for c in held if collection in (None, c.name)), None)
-    if match is None:
-        raise _UserError(f"collection {collection!r} is not loaded; loaded: {names}")
-    if (match.model, match.dimensions) != (embedder.model, embedder.dimensions):
-        raise _UserError(
-            f"{match.name} was embedded with {match.model} ({match.dimensions} dimensions); "
-            "search with the same --embedder and --model"
-        )
-    return match.name
+    try:
+        return chosen_collection(conn, collection, embedder)
+    except CollectionNotLoaded as error:
+        raise _UserError(str(error) if error.held else nothing_loaded) from None
 
 
 def _check_text(question: str) -> None:
@@ -349,20 +336,12 @@ class _UserError(CommandError):
     """Something the person running the command can fix; printed as one line, exit 2."""
 
 
-@contextlib.contextmanager
-def _connection(db: str | None, data_dir: Path, create: bool = True) -> Iterator:
-    """An autocommit connection; a database failure inside becomes one line that says what
-    to do (`firechunk.db.failures`). `create` false for a command that only reads: it
-    never makes a new embedded cluster."""
-    from firechunk.db.connect import connect, database_url
-    from firechunk.db.embedded import CLUSTER_DIR
-    from firechunk.db.failures import explained
+def _connection(db: str | None, data_dir: Path, create: bool = True):
+    """`firechunk.db.connect.connection` to `--db` (or FIRECHUNK_DB_URL), else to the
+    embedded database under `data_dir`."""
+    from firechunk.db.connect import connection, database_url
 
-    url = database_url(db)
-    embedded = None if url else data_dir / CLUSTER_DIR
-    with connect(url, data_dir, create) as conn, explained(embedded):
-        conn.autocommit = True
-        yield conn
+    return connection(database_url(db), data_dir, create)
 
 
 @functools.cache

@@ -187,7 +187,12 @@ def loaded_collections(conn: psycopg.Connection) -> list[Collection]:
 
 
 class CollectionNotLoaded(LookupError):
-    """No collection, or not the one asked for, or several and none named, is loaded."""
+    """No collection, or not the one asked for, or several and none named, is loaded;
+    `held` names those that are."""
+
+    def __init__(self, message: str, held: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.held = held
 
 
 def chosen_collection(conn: psycopg.Connection, collection: str | None, embedder: Embedder) -> str:
@@ -196,15 +201,22 @@ def chosen_collection(conn: psycopg.Connection, collection: str | None, embedder
     held = loaded_collections(conn)
     if not held:
         raise CollectionNotLoaded("the database holds no loaded run yet: load one first")
-    names = ", ".join(c.name for c in held)
+    loaded = tuple(c.name for c in held)
+    names = ", ".join(loaded)
     if collection is None and len(held) > 1:
-        raise CollectionNotLoaded(f"the database holds several collections ({names}): name one")
+        raise CollectionNotLoaded(
+            f"the database holds several collections ({names}): choose one (--collection)",
+            loaded,
+        )
     match = next((c for c in held if collection in (None, c.name)), None)
     if match is None:
-        raise CollectionNotLoaded(f"collection {collection!r} is not loaded; loaded: {names}")
+        raise CollectionNotLoaded(
+            f"collection {collection!r} is not loaded; loaded: {names}", loaded
+        )
     if (match.model, match.dimensions) != (embedder.model, embedder.dimensions):
         raise CollectionNotLoaded(
             f"{match.name} was embedded with {match.model} ({match.dimensions} dimensions); "
-            "search it with the same embedder"
+            "search with the same embedder and model (--embedder, --model)",
+            loaded,
         )
     return match.name
