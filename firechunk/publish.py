@@ -33,6 +33,7 @@ STATUS_JSON = "status.json"
 PUBLISH_LOCK = ".publish.lock"
 RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
 _NEW_LATEST = f".{LATEST}.*.tmp"  # `switch_latest`'s new link, renamed over `latest`
+SHRINK_GUARD = "publish/shrink_guard"  # in status.json's failed_expectations: `refuse`d
 
 
 @contextmanager
@@ -171,7 +172,7 @@ def refuse(
             run_id=run_id,
             status="failed",
             evaluated_expectations=outcome.evaluated_expectations,
-            failed_expectations=["publish/shrink_guard"],
+            failed_expectations=[SHRINK_GUARD],
             error=why,
         ),
     )
@@ -315,6 +316,20 @@ def format_result(result: PublishResult) -> str:
             *_failures(outcome, result.run_dir),
         ]
     )
+
+
+def short_reason(result: PublishResult) -> str | None:
+    """Why the run was not published, in a few words (a table cell, a state's message);
+    None if it was. `format_result` says it in full."""
+    if result.published:
+        return None
+    if result.refused is not None:
+        return "refused by the shrink guard"
+    if result.superseded_by is not None:
+        return f"superseded by run {result.superseded_by}"
+    outcome = result.validation
+    failed = outcome.evaluated_expectations - outcome.successful_expectations
+    return f"failed validation ({failed} of {outcome.evaluated_expectations} expectations)"
 
 
 def format_outcome(outcome: ValidationOutcome, run_dir: Path) -> str:

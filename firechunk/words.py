@@ -16,3 +16,9 @@ def reuse_phrase(reused: int, chunked: int, baseline: str | None, full: bool) ->
     if baseline is None:
         return f"{chunked} chunked (no earlier run to reuse from)"
     return f"{reused} reused from run {baseline}, {chunked} chunked"
+
+
+def pages_phrase(reused: int, chunked: int, baseline: str | None, full: bool) -> str:
+    """`11 pages: 10 reused from run X, 1 chunked`: the pages a run needed chunks for, by
+    where their chunks came from (not "to chunk": a reused page is not chunked again)."""
+    return f"{counted(reused + chunked, 'page')}: {reuse_phrase(reused, chunked, baseline, full)}"

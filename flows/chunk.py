@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prefect import flow
 
+from firechunk.run.history import record_seconds
 from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
 from flows.names import site_and_date
 from tasks.artifacts import report_to_dashboard, timed
@@ -66,5 +67,6 @@ def chunk(
         )
     with timed(seconds, "write"):
         written = write(run)
+    record_seconds(run.run_dir, seconds)  # the validate-publish flow adds its own
     report_to_dashboard(written.report, seconds)
     return run.run_dir

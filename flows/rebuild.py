@@ -16,8 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
+from prefect.states import State
 
 from firechunk.retention import check_keep
+from firechunk.run.history import record_seconds
 from firechunk.run.write import read_report
 from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
 from flows.crawl import crawl as crawl_flow
@@ -29,7 +31,7 @@ from tasks.chunk import chunk_on_runner
 from tasks.crawl import DEFAULT_SECRET_BLOCK
 from tasks.database import database_reported
 from tasks.load import DB_SECRET_BLOCK, EmbedderName, load_database
-from tasks.run import RunNotPublished, prune_old_runs, publish, start, validate, write
+from tasks.run import not_published, prune_old_runs, start, validated_and_published, write
 from tasks.runners import TaskRunnerKind, make_task_runner
 
 
@@ -60,13 +62,15 @@ def rebuild(
     db_secret_block: str = DB_SECRET_BLOCK,
     allow_partial: bool = False,
     max_failed_pages: float = DEFAULT_MAX_FAILED_PAGES,
-) -> PublishResult:
+) -> PublishResult | State:
     """Rebuild the chunks of `site_url`, or of the saved crawl `replay` (no network).
 
     The run is written to `data_dir/runs/<run-id>/` and becomes `data_dir/latest` only if
-    it passed validation; a failed validation fails the flow run after the dashboard has
-    the report. Pages the last good run chunked are reused unless `full`. Every night ends
-    with what the database holds on the dashboard (`rebuild-database`), loaded or not.
+    it passed validation (and the shrink guard); a run not published fails the flow run,
+    with the reason as its message, after the dashboard has the report. Pages the last good
+    run chunked are reused unless `full`. Every night ends with what the database holds on
+    the dashboard (`rebuild-database`), loaded or not. Its seconds per stage and their total
+    (the whole run) are kept in the run directory's seconds.json.
 
     Args:
         site_url: The documentation site Firecrawl crawls (ignored with `replay`).
@@ -138,14 +142,13 @@ def rebuild(
             )
         with timed(seconds, "write"):
             write(run)
-        try:
-            with timed(seconds, "validate + publish"):
-                result = publish(run, validate(run))
-        except RunNotPublished as failed:  # the dashboard gets the report, then the flow fails
-            seconds["total"] = sum(seconds.values())
-            report_to_dashboard(read_report(run.run_dir), seconds, failed.result, trend=False)
-            raise
-        seconds["total"] = sum(seconds.values())
+        with timed(seconds, "validate + publish"):
+            result = validated_and_published(run)
+        # The whole run, kept with it: the trend and `firechunk runs` show this total too.
+        seconds["total"] = record_seconds(run.run_dir, seconds)
+        if not result.published:  # the dashboard gets the report, then the flow run fails
+            report_to_dashboard(read_report(run.run_dir), seconds, result, trend=False)
+            return not_published(result)
         removed += prune_old_runs(data_dir, keep_runs, replay)
         report_to_dashboard(read_report(run.run_dir), seconds, result, removed, trend=False)
         if load:

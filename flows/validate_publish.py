@@ -5,19 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
+from prefect.states import State
 
+from firechunk.run.history import record_seconds
 from firechunk.run.stages import RunStart
 from firechunk.run.write import read_report
 from flows.names import site_and_date
 from schemas.publish import PublishResult
 from tasks.artifacts import report_to_dashboard, timed
-from tasks.run import RunNotPublished, publish, validate
+from tasks.run import not_published, validated_and_published
 
 
 @flow(name="validate-publish", flow_run_name=site_and_date)
-def validate_publish(run_dir: Path) -> PublishResult:
-    """Validate the run the chunk flow wrote and make it `latest` if it passed; a failed
-    validation fails the flow run after the dashboard has the report.
+def validate_publish(run_dir: Path) -> PublishResult | State:
+    """Validate the run the chunk flow wrote and make it `latest` if it passed; a run not
+    published fails the flow run after the dashboard has the report.
 
     Args:
         run_dir: The run directory the chunk flow wrote and returned
@@ -28,11 +30,8 @@ def validate_publish(run_dir: Path) -> PublishResult:
     """
     run = RunStart.load(run_dir)
     seconds: dict[str, float] = {}
-    try:
-        with timed(seconds, "validate + publish"):
-            result = publish(run, validate(run))
-    except RunNotPublished as failed:  # the dashboard gets the report, then the flow fails
-        report_to_dashboard(read_report(run_dir), seconds, failed.result)
-        raise
+    with timed(seconds, "validate + publish"):
+        result = validated_and_published(run)
+    record_seconds(run_dir, seconds)  # beside the chunk flow's: the run's total
     report_to_dashboard(read_report(run_dir), seconds, result)
-    return result
+    return result if result.published else not_published(result)

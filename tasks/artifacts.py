@@ -29,9 +29,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from firechunk.db.held import Held
-from firechunk.publish import RUNS_DIR
+from firechunk.publish import RUNS_DIR, short_reason
 from firechunk.run.changes import CHANGES_JSON
-from firechunk.run.history import RunRow, list_runs
+from firechunk.run.history import RunRow, list_runs, why_not_published
 from firechunk.run.sizes import Bucket, size_histogram, token_counts
 from firechunk.run.write import QUARANTINE_JSONL, read_quarantine
 from firechunk.validate.report import REPORT_HTML
@@ -55,6 +55,7 @@ TREND_KEY = "rebuild-trend"
 TREND_CHART_KEY = "rebuild-trend-chart"
 
 TREND_RUNS = 14  # two weeks of nights
+OBSERVED_CHARS = 12  # of an observed value in the validation table; longer ones go below it
 MAX_ROWS = 200  # of a URL table: a first run adds every page, thousands of them
 BAR_WIDTH = 40  # characters of the histogram's longest bar
 
@@ -84,7 +85,7 @@ def report_to_dashboard(
     create_table_artifact(
         summary_rows(report, seconds, result, removed),
         key=SUMMARY_KEY,
-        description="Pages, chunks, tokens and seconds per stage of this run",
+        description=summary_description(result),
     )
     if result is None:
         return
@@ -131,6 +132,16 @@ def report_pages(run_dir: Path, changes: ChangeSet) -> None:
     )
 
 
+def summary_description(result: PublishResult | None) -> str:
+    """What the table is and, for a run not published, why in full (a description wraps;
+    the table's cells are cut at the dashboard's width)."""
+    described = "Pages, chunks, tokens and seconds per stage of this run (total: the whole run)"
+    if result is None or result.published:
+        return described
+    why = why_not_published(result.run_dir) or short_reason(result)
+    return f"{described}.\n\n**Not published**: {why}."
+
+
 def summary_rows(
     report: ChunkReport,
     seconds: dict[str, float],
@@ -161,6 +172,8 @@ def summary_rows(
             ("expectations evaluated", outcome.evaluated_expectations),
             ("published as latest", "yes" if result.published else "no"),
         ]
+        if not result.published:  # in full in the description
+            rows.append(("not published because", short_reason(result)))
     if removed is not None:
         rows.append(("old runs and raw crawls removed", len(removed)))
     return [{"measure": name, "value": value} for name, value in rows]
@@ -179,22 +192,30 @@ def validation_markdown(outcome: ValidationOutcome, report_html: Path | None = N
     ]
     if report_html is not None and report_html.is_file():
         lines += [f"Full report, readable offline: `{report_html}`", ""]
+    # Five columns, cells kept short: the dashboard cuts a table off at its width (828 px
+    # at 1400) instead of wrapping it. What is cut here is given in full below the table.
     lines += [
-        "| suite | expectation | column | result | unexpected rows | observed |",
-        "|---|---|---|---|---|---|",
+        "result: passed or failed, and for an expectation on rows, how many rows broke it "
+        "of the rows checked. observed: the value measured; a long one is in full below.",
+        "",
+        "| suite | expectation | column | result | observed |",
+        "|---|---|---|---|---|",
     ]
+    in_full = []
     for item in outcome.expectations:
         result = "passed" if item.success else ("error" if item.error else "**failed**")
-        unexpected = (
-            f"{item.unexpected_count} of {item.element_count}"
-            if item.unexpected_count is not None
-            else ""
-        )
-        observed = _cell(item.error or ("" if item.observed_value is None else item.observed_value))
+        if item.unexpected_count is not None:
+            result += f" ({item.unexpected_count} of {item.element_count})"
+        value = item.error or ("" if item.observed_value is None else item.observed_value)
+        observed = _cell(value)
+        if len(observed) > OBSERVED_CHARS:
+            in_full.append(f"- {item.suite}/{item.name}: `{_cell(value, 2000)}`")
         lines.append(
-            f"| {item.suite} | {item.name} | {item.column or ''} | {result} | {unexpected} "
-            f"| {observed} |"
+            f"| {item.suite} | {item.name} | {item.column or ''} | {result} "
+            f"| {_clip(observed, OBSERVED_CHARS)} |"
         )
+    if in_full:
+        lines += ["", "## Observed in full", "", *in_full]
     for item in outcome.failed:
         if item.examples:
             lines += ["", f"## {item.suite}/{item.name}: examples", ""]
@@ -309,7 +330,8 @@ def trend_to_dashboard(data_dir: Path, held: Held | None = None) -> None:
     create_markdown_artifact(
         trend_markdown(runs, held_run),
         key=TREND_CHART_KEY,
-        description="Chunks, pages, quarantined and seconds of the last nights, oldest left",
+        description="Chunks, pages, quarantined and seconds (of the whole run) of the last "
+        "nights, oldest left, each under its start (UTC)",
     )
 
 
@@ -333,7 +355,8 @@ def trend_description(runs: list[RunRow], held: Held | None) -> str:
     return (
         f"The last {TREND_RUNS} runs on disk{f' of {collection}' if collection else ''}, "
         f"newest first. status latest: passed, and `latest` points at it; {database}; "
-        "quar.: pages quarantined; upsert, delete: chunk ids; s: seconds."
+        "quar.: pages quarantined; upsert, delete: chunk ids; s: seconds of the whole run "
+        "(crawl, chunk, write, validate, publish; not a load), the summary's total."
     )
 
 

@@ -74,11 +74,12 @@ def chunk_on_runner(
     )
     update_progress_artifact(progress_id, progress=100.0)
     reuse = reuse_phrase(chunked.pages_reused, chunked.pages_chunked, start.baseline_id, start.full)
+    repeats = chunked.pages_in - chunked.pages_to_chunk
     logger.info(
-        "%s in, %s to chunk (the others are the same URL or markdown): %s%s",
+        "%s in: %s%s%s",  # 13 pages in: 10 reused from run X, 1 chunked, 2 the same URL or ...
         counted(chunked.pages_in, "page"),
-        chunked.pages_to_chunk,
         reuse,
         " in this process (too few to start workers)" if chunked.in_this_process else "",
+        f", {repeats} the same URL or markdown as another page" if repeats else "",
     )
     return chunked

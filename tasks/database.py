@@ -27,11 +27,10 @@ from firechunk.db.connect import DB_URL_ENV
 from firechunk.db.held import Held, current_collection, read_held, sync_state, utc_minute
 from firechunk.run.history import RunRow, list_runs
 from tasks.artifacts import trend_to_dashboard
-from tasks.load import DB_SECRET_BLOCK
+from tasks.load import DB_SECRET_BLOCK, short_model
 from tasks.secrets import secret_or_env
 
 DATABASE_KEY = "rebuild-database"
-MODEL_CHARS = 60  # of the embedding model's name, which may describe its whole build
 
 
 @dataclass
@@ -112,6 +111,8 @@ def database_markdown(held: Held, runs: list[RunRow], this: RunRow | None, load:
         lines += [f"The database could not be read: `{held.problem}`", ""]
     lines += ["| figure | value |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in _figures(held, runs, this)]
+    if held.model and short_model(held.model) != held.model:  # the table has its name only
+        lines += ["", f"Model: {held.model}"]
     return "\n".join(lines) + "\n"
 
 
@@ -138,8 +139,10 @@ def _why(held: Held, this: RunRow | None, load: bool) -> str:
         return f"Whether it holds run {this.run_id} ({this.verdict}) is not known."
     if held.run_id == this.run_id:
         return f"Run {this.run_id} was published and loaded."
+    if this.verdict in ("failed", "superseded", "interrupted") and this.why:
+        return f"Run {this.run_id} was not published, so not loaded: {this.why}."
     if this.verdict == "failed":
-        return f"Run {this.run_id} failed validation (or publishing it was refused): not loaded."
+        return f"Run {this.run_id} failed: not published, not loaded."
     if this.verdict == "superseded":
         return f"Run {this.run_id} was superseded by a run published while it ran: not loaded."
     if this.verdict != "passed":
@@ -158,12 +161,8 @@ def _figures(held: Held, runs: list[RunRow], this: RunRow | None) -> list[tuple[
         ("run held", held.run_id or "none"),
         ("rows (chunks)", "–" if held.chunks is None else held.chunks),
         ("loaded at", utc_minute(held.loaded_at) if held.loaded_at else "–"),
-        ("model", _clip(held.model, MODEL_CHARS) if held.model else "–"),
+        ("model", short_model(held.model) if held.model else "–"),
         ("dimensions", "–" if held.dimensions is None else held.dimensions),
         ("this run", f"{this.run_id} ({this.verdict})" if this else "none"),
         ("in sync", sync_state(held, runs, this.run_id if this else None)),
     ]
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

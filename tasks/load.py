@@ -33,6 +33,7 @@ DB_SECRET_BLOCK = "firechunk-db-url"
 EMBEDDING_KEY_BLOCK = "openai-api-key"
 LOAD_KEY = "rebuild-load"
 PROGRESS_EVERY = 0.1
+MODEL_CHARS = 60  # of the model's name in a table: a longer one is cut with "…"
 
 
 @task(name="load-database", cache_policy=NO_CACHE)
@@ -83,7 +84,7 @@ def load_database(
         result.run_id, result.collection, result.inserted, result.updated, result.deleted,
         result.embedded, result.seconds,
     )  # fmt: skip
-    create_table_artifact(load_rows(result), key=LOAD_KEY, description="What the load changed")
+    create_table_artifact(load_rows(result), key=LOAD_KEY, description=load_description(result))
     return result
 
 
@@ -98,20 +99,35 @@ def _embedder_options(
 
 
 def _progress_logger():
-    """Log embedding progress at every tenth of the chunks to embed."""
+    """Log embedding progress at every tenth of the windows to embed (a long chunk is
+    embedded as several; the load says how many chunks that was once it is done)."""
     logger = get_run_logger()
     logged = [0]
 
     def progress(done: int, total: int) -> None:
         if done == total or done - logged[0] >= max(1, int(total * PROGRESS_EVERY)):
             logged[0] = done
-            logger.info("embedded %d of %d chunks", done, total)
+            logger.info("embedded %d of %d windows", done, total)
 
     return progress
 
 
+def short_model(model: str) -> str:
+    """The model's name without the description of its build that may follow it in
+    parentheses, cut to MODEL_CHARS: short enough for a table cell, which the dashboard
+    cuts off at its width rather than wrap."""
+    name = model.split(" (", 1)[0].strip() or model
+    return name if len(name) <= MODEL_CHARS else name[: MODEL_CHARS - 1] + "…"
+
+
+def load_description(result: LoadResult) -> str:
+    """The load artifact's description, which wraps: the model in full on a line of its own."""
+    return f"What the load changed.\n\nModel: {result.model} ({result.dimensions} dimensions)"
+
+
 def load_rows(result: LoadResult) -> list[dict]:
-    """The load artifact's table: numbers as numbers."""
+    """The load artifact's table: numbers as numbers, every cell short enough to fit at
+    1400 px (the model in full is in the description)."""
     return [
         {"figure": "collection", "value": result.collection},
         {"figure": "rows inserted", "value": result.inserted},
@@ -122,5 +138,6 @@ def load_rows(result: LoadResult) -> list[dict]:
         {"figure": "seconds", "value": result.seconds},
         {"figure": "run", "value": result.run_id},
         {"figure": "previous run", "value": result.previous_run_id or "none"},
-        {"figure": "model", "value": f"{result.model} ({result.dimensions} dimensions)"},
+        {"figure": "model", "value": short_model(result.model)},
+        {"figure": "dimensions", "value": result.dimensions},
     ]

@@ -2,9 +2,14 @@
 
 Thin wrappers around `firechunk.run.stages`; each takes the run's `RunStart` (a few paths
 and ids) and hands on a small summary, so any of them can be retried or run elsewhere.
-A run that fails validation fails its `validate-run` task, and one overtaken by another
-run fails `publish-run`, so the dashboard shows where the night failed; the exception
-carries the result so the flow can still report it.
+A run that fails validation fails its `validate-run` task, so the dashboard shows where
+the night failed; the exception carries the result so the flow can still report it. A run
+the shrink guard refuses, or one another run overtakes, is the guard working, not an error:
+`publish-run` logs the reason as one ERROR line and returns the result in a Completed state
+named for it ("Refused", "Superseded"); a task returning a Failed state or raising would
+add Prefect's own ERROR lines, the whole result or a traceback. Either way the flow gets
+the `PublishResult` (`validated_and_published`), reports it, and ends Failed with
+`not_published`.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed, Failed, State
 
-from firechunk.publish import LATEST, format_outcome, format_result
+from firechunk.publish import LATEST, format_outcome, format_result, short_reason
 from firechunk.retention import prune_raw_crawls, prune_runs
 from firechunk.run.baseline import damage_warning
 from firechunk.run.changes import read_changes
@@ -40,8 +46,9 @@ CHANGES_KEY = "rebuild-changes"
 
 
 class RunNotPublished(RuntimeError):
-    """The run failed validation, or `latest` moved to another run while it ran: it is kept
-    in runs/, marked failed or superseded, and was not published."""
+    """The run failed validation, the shrink guard refused it, or `latest` moved to another
+    run while it ran: it is kept in runs/, marked failed or superseded, and was not
+    published. What a caller of the flow gets (the CLI: one line, exit 1)."""
 
     def __init__(self, message: str, result: PublishResult | None = None) -> None:
         super().__init__(message)
@@ -129,14 +136,41 @@ def validate(run: RunStart) -> ValidationOutcome:
 
 
 @task(name="publish-run", cache_policy=NO_CACHE)
-def publish(run: RunStart, outcome: ValidationOutcome) -> PublishResult:
-    """Point `latest` at the run; fails if another run was published while this one ran."""
+def publish(run: RunStart, outcome: ValidationOutcome) -> PublishResult | State:
+    """Point `latest` at the run. A run the shrink guard refuses, or one overtaken by a run
+    published while it ran, is said in one ERROR line and returned in a state named
+    "Refused" or "Superseded": the flow run fails, with no traceback for a guard that
+    worked."""
     result = publish_stage(run, outcome)
     if not result.published:
         get_run_logger().error(format_result(result))
-        raise RunNotPublished(format_result(result), result)
+        name = "Refused" if result.refused is not None else "Superseded"
+        return Completed(name=name, message=short_reason(result), data=result)
     get_run_logger().info(format_result(result))
     return result
+
+
+def validated_and_published(run: RunStart) -> PublishResult:
+    """Validate the run and publish it if it passed (the two tasks, inside a flow): the
+    `PublishResult`, published or not. Only an unexpected failure (a bug, a full disk)
+    raises."""
+    try:
+        published = publish(run, validate(run))
+    except RunNotPublished as failed:  # its task failed, the report logged: on to the flow
+        return failed.result
+    # A task that returns a state hands its caller the state: the result is its data.
+    return published.result() if isinstance(published, State) else published
+
+
+def not_published(result: PublishResult) -> State:
+    """What a flow returns when its run was not published: Failed, with the reason in short
+    as its message, and the `RunNotPublished` a caller of the flow raises (the CLI says
+    `format_result` in one line and exits 1). Returned, not raised: no traceback is logged
+    for a guard that did its job."""
+    return Failed(
+        message=f"Run {result.run_id} not published: {short_reason(result)}",
+        data=RunNotPublished(format_result(result), result),
+    )
 
 
 @task(name="prune-old-runs", cache_policy=NO_CACHE)

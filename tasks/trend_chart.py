@@ -6,6 +6,9 @@ elements and presentation attributes (fill, stroke, font-size) are kept, `style`
 attributes and `<style>` elements are dropped, so every colour here is an attribute. Text
 is `currentColor`, so it reads on the dashboard's dark and light themes alike. An SVG is an
 HTML block only when its opening tag has a line of its own and no line inside it is blank.
+
+Every bar has its night under the axis (the day and the UTC time it started, on two lines),
+so a screenshot says which bar is which night; the figure and verdict are its tooltip.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from firechunk.run.history import RunRow
 
 SLOTS = 14  # nights a panel has room for; fewer nights leave the left of it empty
 PANEL_WIDTH = 390
-PANEL_HEIGHT = 126
+PANEL_HEIGHT = 134
 GAP = 24
 PLOT_TOP = 34
 PLOT_HEIGHT = 62
@@ -29,7 +32,7 @@ HEIGHT = 2 * PANEL_HEIGHT + GAP + LEGEND_HEIGHT
 COLOURS = {"passed": "#3fa36b", "failed": "#e5534b"}
 OTHER = "#8b949e"  # running, unfinished, superseded, unreadable
 HELD = "#4c8dff"
-DATES_APART = 110  # px from the first night's bar to the panel's end that fit both dates
+LABEL_SIZE = 8  # px: "11-27" fits under a bar of 14 in a panel
 
 
 @dataclass(frozen=True)
@@ -68,33 +71,37 @@ def trend_svg(runs: list[RunRow], held_run: str | None = None) -> str:
 def _panel(
     metric: Metric, nights: list[RunRow], held_run: str | None, left: float, top: float
 ) -> list[str]:
-    """A title with the newest night's figure, a bar per night scaled to the panel's
-    largest figure (which labels the top line), the dates of the first and last night."""
+    """A title with the newest night's figure (in its verdict's colour, and saying so
+    unless it passed), a bar per night scaled to the panel's largest figure (which labels
+    the top line), and under each bar its night."""
     values = [metric.value(row) for row in nights]
     known = [value for value in values if value is not None]
     largest = max(known, default=0) or 1
     newest = values[-1] if values else None
+    verdict = nights[-1].verdict if nights else "passed"
     base = top + PLOT_TOP + PLOT_HEIGHT
     slot = PANEL_WIDTH / SLOTS
+    colour = "" if verdict == "passed" else f' fill="{COLOURS.get(verdict, OTHER)}"'
+    newest_is = "" if verdict == "passed" else f"newest run {escape(verdict)} · "
     parts = [
         f'<text x="{left}" y="{top + 14}" font-size="14" font-weight="bold">{metric.title}</text>',
         f'<text x="{left + PANEL_WIDTH}" y="{top + 15}" font-size="16" font-weight="bold" '
-        f'text-anchor="end">{_figure(newest, metric.decimals)}</text>',
+        f'text-anchor="end"{colour}>{_figure(newest, metric.decimals)}</text>',
         f'<text x="{left + PANEL_WIDTH}" y="{top + PLOT_TOP - 4}" font-size="10" '
-        f'text-anchor="end" opacity="0.6">max {_figure(max(known, default=None), metric.decimals)}'
-        "</text>",
+        f'text-anchor="end" opacity="0.6">{newest_is}max '
+        f"{_figure(max(known, default=None), metric.decimals)}</text>",
         f'<line x1="{left}" y1="{base}" x2="{left + PANEL_WIDTH}" y2="{base}" '
         'stroke="currentColor" stroke-opacity="0.35"/>',
     ]
     first = SLOTS - len(nights)
+    labels = [f'<g font-size="{LABEL_SIZE}" text-anchor="middle" opacity="0.7">']
     for offset, (row, value) in enumerate(zip(nights, values, strict=True)):
         x = left + (first + offset) * slot
         parts += _bar(row, value, metric, x, slot, base, largest)
         if row.run_id == held_run:
             parts.append(_held_mark(x + slot / 2, base + 9))
-    if nights:
-        parts += _dates(nights, left + first * slot, left + PANEL_WIDTH, base + 24)
-    return parts
+        labels.append(_night_label(row, x + slot / 2, base + 22))
+    return [*parts, *labels, "</g>"]
 
 
 def _bar(
@@ -123,17 +130,13 @@ def _held_mark(x: float, y: float) -> str:
     )
 
 
-def _dates(nights: list[RunRow], first_x: float, right: float, y: float) -> list[str]:
-    """When the first and the last night started (UTC), under their ends; the first only
-    where the two labels do not overlap."""
-    first = f"{nights[0].started:%m-%d}"
-    last = f"{nights[-1].started:%m-%d %H:%M}"
-    parts = [
-        f'<text x="{right}" y="{y}" font-size="10" text-anchor="end" opacity="0.7">{last}</text>'
-    ]
-    if right - first_x > DATES_APART:
-        parts.append(f'<text x="{first_x}" y="{y}" font-size="10" opacity="0.7">{first}</text>')
-    return parts
+def _night_label(row: RunRow, x: float, y: float) -> str:
+    """The night under its bar: the day it started, and under that the time (UTC), which
+    tells apart two runs of one day; one text element, the time a tspan."""
+    return (
+        f'<text x="{x:.1f}" y="{y}">{row.started:%m-%d}<tspan x="{x:.1f}" '
+        f'dy="{LABEL_SIZE + 1}">{row.started:%H:%M}</tspan></text>'
+    )
 
 
 def _legend(y: float) -> list[str]:

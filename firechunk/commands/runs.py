@@ -39,9 +39,10 @@ def runs(
     ] = None,
 ) -> None:
     """List the runs: id, verdict, whether the database holds it, pages, chunks,
-    quarantined, upserts and deletes, tokens, seconds, when each started, the collection it
-    loads into, and which one `latest` points at; first, the run the database holds and how
-    many published runs it is behind. The embedded database is read only if a load made it."""
+    quarantined, upserts and deletes, tokens, seconds (the whole run, crawl to publish, as
+    the dashboard's summary totals it), when each started, the collection it loads into, and
+    which one `latest` points at; first, the run the database holds and how many published
+    runs it is behind. The embedded database is read only if a load made it."""
     from firechunk.publish import RUNS_DIR
     from firechunk.run.history import list_runs
 

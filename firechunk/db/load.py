@@ -50,6 +50,7 @@ from firechunk.db.schema import (
     set_dimensions,
 )
 from firechunk.embedders import Embedder
+from firechunk.words import counted
 
 DEFAULT_MAX_SHRINK = 0.2
 # The schema's lock (creating and migrating tables), then one per collection: loads of
@@ -151,6 +152,9 @@ def load_run(
         if to_embed:
             say(f"Embedding {len(to_embed)} chunks with {embedder.model}.")
         vectors = _embed(embedder, to_embed, progress)
+        if to_embed:  # a long chunk is read as several windows: progress counts those
+            windows = sum(len(each) for each in vectors.values())
+            say(f"{counted(len(to_embed), 'chunk')} embedded ({counted(windows, 'window')}).")
     with doing("load", "applying the changes", kept), conn.transaction():
         conn.execute(_COLLECTION_LOCK, [run.collection])
         guard.check_order(_sync_row(conn, run.collection))

@@ -1,10 +1,10 @@
 """The runs in a data directory, newest first, each with its verdict and figures.
 
 Read from what every run leaves on disk (`run.json`, `report.json`, `status.json`,
-`changes.json`, `validation/summary.json`), never from Prefect: `firechunk runs` lists them
-and the dashboard's trend table shows the last nights, and both must agree with the files a
-loader or an operator reads. A file a run has not written yet (it is running, or it was
-killed) leaves its figures empty rather than hiding the run.
+`changes.json`, `seconds.json`, `validation/summary.json`), never from Prefect: `firechunk
+runs` lists them and the dashboard's trend table shows the last nights, and both must agree
+with the files a loader or an operator reads. A file a run has not written yet (it is
+running, or it was killed) leaves its figures empty rather than hiding the run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, read_status
+from firechunk.atomic import write_json
+from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, SHRINK_GUARD, read_status
 from firechunk.retention import run_is_running
 from firechunk.run.changes import CHANGES_JSON
 from firechunk.run.stages import RUN_JSON
@@ -24,6 +25,10 @@ from firechunk.run.write import REPORT_JSON
 from firechunk.validate.suites import VALIDATION_DIR
 
 VALIDATION_SUMMARY = f"{VALIDATION_DIR}/summary.json"
+# The run's seconds per stage, as the rebuild flow timed them, and their "total": the whole
+# run, the figure the trend, its chart and `firechunk runs` show (`record_seconds`).
+SECONDS_JSON = "seconds.json"
+TOTAL = "total"
 
 
 @dataclass(frozen=True)
@@ -41,8 +46,12 @@ class RunRow:
     quarantined: int | None = None
     upserts: int | None = None
     deletes: int | None = None
-    seconds: float | None = None  # chunk + write (report.json) + validation (summary.json)
+    # The whole run: crawl (unless replayed), chunk, write, validate and publish, not a load
+    # after it; the rebuild-summary's "total (s)" (seconds.json). A run from before that file:
+    # its chunk stage (report.json) + validation (summary.json), all it left.
+    seconds: float | None = None
     collection: str | None = None  # the vector database collection it loads into
+    why: str | None = None  # why it ended unpublished (status.json); None if it passed
 
     def as_table_row(self, loaded: bool = False) -> dict[str, Any]:
         """The row of a table artifact, narrow enough that no column is cut off at 1400 px:
@@ -90,9 +99,54 @@ def read_run(run_dir: Path, started: datetime | None = None, latest: bool = Fals
         quarantined=_int(report.get("pages_quarantined")),
         upserts=_count(changes.get("upsert")),
         deletes=_count(changes.get("delete")),
-        seconds=_seconds(report.get("seconds"), validation.get("seconds")),
+        seconds=_seconds(_json(run_dir / SECONDS_JSON), report, validation),
         collection=report.get("collection") if isinstance(report.get("collection"), str) else None,
+        why=why_not_published(run_dir),
     )
+
+
+def record_seconds(run_dir: Path, stages: dict[str, float]) -> float:
+    """Add `stages` (seconds per stage, as a flow timed them; a "total" among them is
+    ignored) to the run's seconds.json, and their sum as its total, which it returns: the
+    rebuild flow writes all its stages once it knows whether the run is published, the
+    stage flows (chunk, then validate-publish) each their own."""
+    path = Path(run_dir) / SECONDS_JSON
+    recorded = {
+        stage: value
+        for stage, value in _json(path).items()
+        if stage != TOTAL and isinstance(value, int | float)
+    }
+    recorded |= {stage: round(value, 3) for stage, value in stages.items() if stage != TOTAL}
+    recorded[TOTAL] = round(sum(recorded.values()), 3)
+    write_json(path, recorded)
+    return recorded[TOTAL]
+
+
+def why_not_published(run_dir: Path) -> str | None:
+    """Why the run ended without being published, from its status.json: a clause such as
+    "it passed validation, but publishing it was refused by the shrink guard: the run
+    drops 9 of its 13 pages (69%) …"; None for a run that passed, or has no verdict yet."""
+    try:
+        status = read_status(run_dir)
+    except (OSError, ValueError):
+        return None
+    if status is None or status.status == "passed":
+        return None
+    error = (status.error or "").strip().rstrip(".")
+    if status.status == "superseded":
+        return f"it was superseded: {error}" if error else "it was superseded"
+    if status.status == "interrupted":
+        return f"it was {error}" if error.startswith("interrupted") else "it was interrupted"
+    if SHRINK_GUARD in status.failed_expectations:
+        return f"it passed validation, but publishing it was refused by the shrink guard: {error}"
+    if status.failed_expectations:
+        failed = status.failed_expectations
+        listed = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+        return (
+            f"it failed validation ({len(failed)} of {status.evaluated_expectations} "
+            f"expectations: {listed})"
+        )
+    return f"it failed: {error}" if error else "it failed"
 
 
 def _verdict(run_dir: Path) -> str:
@@ -116,8 +170,18 @@ def run_started(run_dir: Path) -> datetime:
     return datetime.fromtimestamp(stamp, UTC)
 
 
-def _seconds(chunk_and_write: Any, validation: Any) -> float | None:
-    parts = [value for value in (chunk_and_write, validation) if isinstance(value, int | float)]
+def _seconds(
+    recorded: dict[str, Any], report: dict[str, Any], validation: dict[str, Any]
+) -> float | None:
+    """seconds.json's total; for a run without it, what it left: its chunk stage
+    (report.json) and its validation (validation/summary.json)."""
+    if isinstance(recorded.get(TOTAL), int | float):
+        return round(recorded[TOTAL], 1)
+    parts = [
+        value
+        for value in (report.get("seconds"), validation.get("seconds"))
+        if isinstance(value, int | float)
+    ]
     return round(sum(parts), 1) if parts else None
 
 
