@@ -61,6 +61,13 @@ def interrupted() -> bool:
     return _interrupted
 
 
+def stop_if_interrupted() -> None:
+    """Raise the interrupt again where work can stop: one raised while the main thread ran a
+    finalizer (a weakref callback, a `__del__`) is reported by Python and swallowed."""
+    if _interrupted:
+        raise KeyboardInterrupt
+
+
 def is_interrupt(error: BaseException) -> bool:
     """Ctrl-C or SIGTERM: a KeyboardInterrupt (how firechunk raises both), the exception
     Prefect's flow engine raises for a SIGTERM while a flow runs, or any error once a

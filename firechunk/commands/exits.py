@@ -27,7 +27,7 @@ from typing import NoReturn, ParamSpec, TypeVar
 import click
 import typer
 
-from firechunk.activity import is_interrupt
+from firechunk.activity import interrupted, is_interrupt
 
 
 class ExitCode(IntEnum):
@@ -96,8 +96,13 @@ def handled(command: Callable[P, R]) -> Callable[P, R]:
         from firechunk.commands import interrupts
 
         previous = interrupts.install()
+        already = interrupted()
         try:
             result = command(*args, **kwargs)
+            if interrupted() and not already:
+                # The KeyboardInterrupt was raised inside a finalizer, which Python reports
+                # and swallows: the work went on, but the signal still ends the command.
+                raise KeyboardInterrupt
         except BaseException as error:
             if is_interrupt(error):
                 _interrupted(command.__name__, error)

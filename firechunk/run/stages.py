@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from firechunk.activity import doing
+from firechunk.activity import doing, stop_if_interrupted
 from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.crawlfile import read_crawl
@@ -217,6 +217,7 @@ def chunk_stage(
                     for outcome in outcomes:
                         cache.put(keys[outcome.index], outcome)
                     done += len(outcomes)
+                    stop_if_interrupted()
                     if progress:
                         progress(done, len(fresh))
             cache.put_plan(plan.pages, keys)
@@ -376,6 +377,7 @@ def _interruptible(start: RunStart, what: str) -> Iterator[None]:
         interrupt_recorded(start.data_dir, start.run_dir, start.run_id, what),
     ):
         yield
+        stop_if_interrupted()
 
 
 def run_here(
