@@ -12,7 +12,7 @@ import typer
 
 from firechunk.commands.checks import check_data_dir, check_writable_dir
 from firechunk.commands.exits import CommandError, ExitCode
-from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
+from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages, Workers
 from firechunk.tokens import DEFAULT_ENCODING
 from firechunk.words import counted, pages_phrase
 
@@ -46,15 +46,7 @@ def chunk(
             "published, nothing reused.",
         ),
     ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            metavar="N",
-            help="Processes that chunk pages in parallel (default: 2, or none for under "
-            "2 MB of pages left to chunk: this process is quicker than starting them).",
-        ),
-    ] = None,
+    workers: Workers = None,
     full: Annotated[
         bool, typer.Option("--full", help="Chunk every page again, reusing nothing.")
     ] = False,

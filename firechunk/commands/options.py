@@ -20,4 +20,14 @@ MaxFailedPages = Annotated[
     ),
 ]
 
-__all__ = ["DEFAULT_MAX_FAILED_PAGES", "MaxFailedPages"]
+Workers = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        metavar="N",
+        help="Processes that chunk pages in parallel (default: 2, or none for under "
+        "2 MB of pages left to chunk: this process is quicker than starting them).",
+    ),
+]
+
+__all__ = ["DEFAULT_MAX_FAILED_PAGES", "MaxFailedPages", "Workers"]

@@ -20,7 +20,7 @@ import typer
 from firechunk.activity import doing
 from firechunk.commands.checks import check_data_dir, check_resolves, check_url
 from firechunk.commands.exits import CommandError, debugging
-from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages
+from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages, Workers
 from firechunk.crawl import DEFAULT_API_URL
 from schemas.api_version import ApiVersion
 
@@ -85,15 +85,7 @@ def rebuild(
             "local cluster of --workers processes).",
         ),
     ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            metavar="N",
-            help="Processes that chunk pages in parallel (default: 2, or none for under "
-            "2 MB of pages left to chunk: this process is quicker than starting them).",
-        ),
-    ] = None,
+    workers: Workers = None,
     data_dir: Annotated[
         Path,
         typer.Option(
