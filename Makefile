@@ -1,21 +1,24 @@
 # Two commands on a fresh clone: `make demo` and `make test`.
+# Any Python from 3.11 to 3.13 (make PYTHON=python3.13); the versions come from requirements.lock.
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench clean
+.PHONY: demo test test-fast lint format bench wheel-check lock clean
 
 # The inner loop, under a minute: the chunker, the schemas of its rows, the command line.
 FAST_TESTS := $(addprefix tests/test_,$(addsuffix .py,blocks boundaries cleanup sections \
 	section_packing packing overlap syntax sizer heading_properties properties chunk_rows \
-	words cli_help cli_startup search_output))
+	words cli_help cli_startup search_output packaging))
 
-$(STAMP): pyproject.toml
-	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+$(STAMP): pyproject.toml requirements.lock
+	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11-3.13 is required ($(PYTHON) not found)"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' \
+		|| { echo "Python 3.11-3.13 is required ($(PYTHON) is $$($(PYTHON) -V 2>&1))"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -38,8 +41,23 @@ format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev,bench]'
 	$(BIN)/python bench/chunk_speed.py
+
+# The wheel, installed without extras in a fresh venv, run from outside the checkout (CI).
+wheel-check: $(STAMP)
+	PYTHON=$(PYTHON) BUILDER=$(BIN)/python bash scripts/wheel_check.sh
+
+# requirements.lock afresh: every range resolved to what the registry has now, in a new venv.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet --upgrade pip
+	.lock-venv/bin/python -m pip install --quiet -e '.[dev,bench]'
+	{ sed -n '/^#/p' requirements.lock; .lock-venv/bin/python -m pip freeze --exclude-editable; } \
+		> requirements.lock.new
+	mv requirements.lock.new requirements.lock
+	rm -rf .lock-venv
 
 clean:
 	rm -rf $(VENV) data/demo

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from firechunk.chunker.cleanup import RULES, CleanupOptions
 from firechunk.chunker.page import ChunkerOptions, PageRejected
 from firechunk.chunker.split import Limits
+from firechunk.extras import require
 from firechunk.tokens import DEFAULT_ENCODING, HuggingFaceSizer, Sizer
 from firechunk.tokens import TokenCounter as TiktokenSizer
 from schemas.chunk import Chunk
@@ -227,6 +228,7 @@ def load(
     or an object with the `firechunk.embedders.Embedder` interface. `say` gets the lines
     the command would print.
     """
+    require("psycopg", "pgvector", needed_by="firechunk.load")
     from firechunk.db.connect import connection, database_url
     from firechunk.db.load import DEFAULT_MAX_SHRINK, load_run
     from firechunk.db.runs import published_run
@@ -261,6 +263,7 @@ def search(
     vectors fused by reciprocal rank. `collection`: default, the only one loaded; it must
     have been loaded with the same embedder. Each `Hit` has rank, score, chunk_id, url,
     title, breadcrumb and text."""
+    require("psycopg", "pgvector", needed_by="firechunk.search")
     from firechunk.db.connect import connection, database_url
     from firechunk.db.search import chosen_collection
     from firechunk.db.search import search as run_search

@@ -501,7 +501,7 @@ def _onnx() -> Any:
         import onnx.numpy_helper
     except ImportError as error:
         raise GraphError(
-            f"building the embedder's graph needs the package `onnx` ({error}); install "
-            "firechunk's dependencies: pip install -e ."
+            f"building the embedder's graph needs the package `onnx` ({error}), of the "
+            "embedder extra: pip install 'firechunk[embed]'"
         ) from None
     return onnx

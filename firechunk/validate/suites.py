@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import time
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,8 @@ from schemas.validation import ExpectationOutcome, ValidationOutcome
 if TYPE_CHECKING:
     import polars as pl
 
-SUITES_DIR = Path(__file__).resolve().parents[2] / "expectations"
+# expectations/ in the repository, installed as the package data of firechunk.expectations.
+SUITES_DIR = Path(str(files("firechunk.expectations")))
 VALIDATION_DIR = "validation"
 DATA_DOCS_DIR = "data_docs"
 DATA_DOCS_SITE = "firechunk"

@@ -1,0 +1,1 @@
+"""Prefect automations, as files (`*.yaml`): the package data of firechunk.automations."""

@@ -1,0 +1,1 @@
+"""Great Expectations suites, as files (`*.json`): the package data of firechunk.expectations."""

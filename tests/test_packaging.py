@@ -1,0 +1,168 @@
+"""How firechunk installs: the repository's folders inside the firechunk namespace, the
+data folders as package data, and the heavy parts as extras that say when they are missing.
+(`make wheel-check` installs the built wheel in a fresh venv and runs it.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
+MAPPED = {"flows", "tasks", "schemas", "expectations", "automations"}
+
+
+def test_every_package_is_listed_and_mapped():
+    """A new sub-package of firechunk/ (or of a mapped folder) must be added to the
+    explicit list in pyproject.toml, or a wheel would leave it out."""
+    listed = set(SETUPTOOLS["packages"])
+    directory = {"firechunk": "firechunk", **SETUPTOOLS["package-dir"]}
+
+    def where(package: str) -> Path:
+        for prefix in sorted(directory, key=len, reverse=True):
+            if package == prefix or package.startswith(prefix + "."):
+                rest = package[len(prefix) :].lstrip(".").split(".") if package != prefix else []
+                return ROOT / directory[prefix] / Path(*rest)
+        raise AssertionError(f"{package}: no directory")
+
+    found = set()
+    for top in ["firechunk", *sorted(MAPPED)]:
+        base = "firechunk" if top == "firechunk" else f"firechunk.{top}"
+        for module in (ROOT / directory[base]).rglob("*.py"):  # firechunk/chunker has no
+            if "__pycache__" in module.parts:  # __init__.py: any module makes a package
+                continue
+            rest = module.parent.relative_to(ROOT / directory[base]).parts
+            found.add(".".join([base, *rest]))
+    assert found == listed
+    assert {f"firechunk.{name}" for name in MAPPED} == set(SETUPTOOLS["package-dir"])
+    assert all(where(package).is_dir() for package in listed)
+
+
+def test_no_import_of_a_top_level_folder_is_left():
+    """Every import of flows/, tasks/ or schemas/ (a module name in a string too) goes
+    through firechunk (scripts/namespace_imports.py)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "namespace_imports.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout
+
+
+def test_data_files_come_from_the_package():
+    from firechunk.commands.automations import AUTOMATIONS_DIR
+    from firechunk.validate.suites import SUITES_DIR
+
+    assert Path(str(files("firechunk.expectations"))) == SUITES_DIR
+    assert Path(str(files("firechunk.automations"))) == AUTOMATIONS_DIR
+    assert {p.name for p in SUITES_DIR.glob("*.json")} == {
+        p.name for p in (ROOT / "expectations").glob("*.json")
+    }
+    assert sorted(AUTOMATIONS_DIR.glob("*.yaml"))
+
+
+def test_the_mapped_packages_import_from_elsewhere(tmp_path):
+    """An editable install maps firechunk.flows to flows/ whatever the working directory;
+    no top-level `tasks` is importable there."""
+    script = (
+        "import importlib.util, firechunk.flows.rebuild, firechunk.tasks.runners, "
+        "firechunk.schemas.chunk\n"
+        "assert importlib.util.find_spec('tasks') is None\n"
+        "assert importlib.util.find_spec('flows') is None\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()
+
+
+def _without(modules: list[str], args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """`firechunk ARGS` in a process where `modules` cannot be imported."""
+    script = (
+        "import sys\n"
+        f"for name in {modules!r}:\n"
+        "    sys.modules[name] = None\n"
+        "from firechunk.cli import app\n"
+        f"sys.argv = ['firechunk', *{args!r}]\n"
+        "app()\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("missing", "args", "line"),
+    [
+        (
+            ["psycopg"],
+            ["load", "--data-dir", "data"],
+            "firechunk load needs the database extra (psycopg[binary] is not installed): "
+            "pip install 'firechunk[db]'",
+        ),
+        (
+            ["psycopg"],
+            ["search", "retries", "--data-dir", "data"],
+            "firechunk search needs the database extra (psycopg[binary] is not installed): "
+            "pip install 'firechunk[db]'",
+        ),
+        (
+            ["onnxruntime"],
+            ["rebuild", "--replay", str(ROOT / "data/sample/crawl.json"), "--load"],
+            "firechunk rebuild --load needs the embedder extra (onnxruntime is not "
+            "installed): pip install 'firechunk[embed]'",
+        ),
+        (
+            ["prefect_dask"],
+            ["rebuild", "--replay", str(ROOT / "data/sample/crawl.json")]
+            + ["--task-runner", "dask"],
+            "firechunk rebuild --task-runner dask needs the Dask extra (prefect-dask is not "
+            "installed): pip install 'firechunk[dask]'",
+        ),
+    ],
+)
+def test_a_missing_extra_is_one_line_and_exit_2(tmp_path, missing, args, line):
+    done = _without(missing, args, tmp_path)
+    assert (done.returncode, done.stderr.strip()) == (2, line), done.stderr
+    assert not (tmp_path / "data" / "runs").exists()  # refused before any run started
+
+
+def test_the_library_names_the_extra(tmp_path):
+    script = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"
+        "import firechunk\n"
+        "try:\n"
+        "    firechunk.search('retries', data_dir='data')\n"
+        "except ModuleNotFoundError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.stdout.strip() == (
+        "firechunk.search needs the database extra (psycopg[binary] is not installed): "
+        "pip install 'firechunk[db]'"
+    ), done.stderr
+
+
+def test_the_base_install_imports_without_any_extra(tmp_path):
+    """`pip install firechunk` (no extras) runs `chunk` and `rebuild` without --load: the
+    commands, the flows and their tasks import none of the extras' modules."""
+    from firechunk.extras import MODULES
+
+    script = (
+        "import sys\n"
+        f"for name in {sorted(MODULES)!r}:\n"
+        "    sys.modules[name] = None\n"
+        "import firechunk.cli, firechunk.api, firechunk.flows.rebuild, firechunk.flows.chunk\n"
+        "import firechunk.tasks.runners\n"
+        "from firechunk import chunk_markdown\n"
+        "assert chunk_markdown('# A\\n\\nSome text here.')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
