@@ -32,8 +32,8 @@ import typer
 
 from firechunk.atomic import write_json
 from firechunk.crawlfile import read_crawl
+from firechunk.schemas.page import CrawlResult
 from firechunk.tokens import get_encoding
-from schemas.page import CrawlResult
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"

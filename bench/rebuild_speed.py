@@ -89,7 +89,7 @@ def parse_args() -> argparse.Namespace:
 def merge_corpus(files: list[Path], out: Path) -> tuple[Path, int, int]:
     """All pages of all files in one crawl file, each URL once (its first occurrence)."""
     from firechunk.crawlfile import read_crawl, write_crawl
-    from schemas.page import CrawlResult
+    from firechunk.schemas.page import CrawlResult
 
     seen: set[str] = set()
     pages = []
@@ -114,7 +114,7 @@ def scaled_replay(files: list[Path], pages: int, out: Path) -> Path:
 
 
 def measure(crawl_file: Path, data_dir: Path, repeat: int, task_runner: str) -> dict:
-    from flows.rebuild import rebuild
+    from firechunk.flows.rebuild import rebuild
 
     def one(workers: int, run_id: str) -> dict[str, float]:
         busy_before = machine_busy_seconds()

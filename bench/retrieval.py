@@ -87,8 +87,8 @@ from firechunk.atomic import write_json
 from firechunk.crawlfile import read_crawl
 from firechunk.embedders import MINILM_MAX_TOKENS, EmbedderError
 from firechunk.run.memory import chunk_crawl
+from firechunk.schemas.page import CrawlResult
 from firechunk.tokens import get_encoding
-from schemas.page import CrawlResult
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"

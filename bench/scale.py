@@ -293,7 +293,7 @@ def child(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(ROOT))  # this checkout's flows, whatever is installed
     from prefect.client.orchestration import get_client
 
-    from flows.rebuild import rebuild as rebuild_flow
+    from firechunk.flows.rebuild import rebuild as rebuild_flow
 
     imported = time.perf_counter()
     with get_client(sync_client=True) as client:  # starts the temporary API, as the flow would
@@ -388,7 +388,7 @@ def measure(label: str, crawl: Path, data_dir: Path, workers: int, env: dict, ap
 
 # What every rebuild imports in its fresh process, whatever the crawl's size: the flow
 # (Prefect, the chunker, pyarrow) and Great Expectations (in its helper or after chunking).
-FIXED_IMPORTS = ("flows.rebuild", "great_expectations")
+FIXED_IMPORTS = ("firechunk.flows.rebuild", "great_expectations")
 
 
 def import_seconds(module: str, repeat: int = 3) -> float:

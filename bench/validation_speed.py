@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))  # the synthetic runs are the tests' builders
 
 from firechunk.crawlfile import read_crawl  # noqa: E402
 from firechunk.run.memory import chunk_crawl  # noqa: E402
+from firechunk.schemas.report import ChunkRun  # noqa: E402
 from firechunk.validate.suites import validate_run  # noqa: E402
-from schemas.report import ChunkRun  # noqa: E402
 from tests.synthetic_runs import synthetic_run  # noqa: E402
 
 

@@ -31,16 +31,16 @@ from firechunk.chunker.cleanup import RULES, CleanupOptions
 from firechunk.chunker.page import ChunkerOptions, PageRejected
 from firechunk.chunker.split import Limits
 from firechunk.extras import require
+from firechunk.schemas.chunk import Chunk
+from firechunk.schemas.report import ChunkRun as ChunkedCrawl
 from firechunk.tokens import DEFAULT_ENCODING, HuggingFaceSizer, Sizer
 from firechunk.tokens import TokenCounter as TiktokenSizer
-from schemas.chunk import Chunk
-from schemas.report import ChunkRun as ChunkedCrawl
 
 if TYPE_CHECKING:
     from firechunk.db.load import LoadResult
     from firechunk.db.search import Hit
     from firechunk.embedders import Embedder
-    from schemas.page import CrawlResult
+    from firechunk.schemas.page import CrawlResult
 
 __all__ = [
     "Chunk",
@@ -142,7 +142,7 @@ def chunk_markdown(
     from firechunk.run.rows import page_rows
     from firechunk.run.titles import clean_title, page_problem
     from firechunk.run.urls import canonical_url
-    from schemas.page import CrawledPage
+    from firechunk.schemas.page import CrawledPage
 
     # Read as a crawl reads a page (a lone surrogate becomes U+FFFD), titled as a run titles it.
     page = CrawledPage.model_validate({"markdown": markdown, "metadata": {"title": title}})
@@ -195,7 +195,7 @@ def chunk_crawl(
 
 def _crawl_of(crawl: Any) -> CrawlResult:
     from firechunk.crawlfile import read_crawl
-    from schemas.page import CrawlResult
+    from firechunk.schemas.page import CrawlResult
 
     if isinstance(crawl, CrawlResult):
         return crawl

@@ -14,7 +14,7 @@ import orjson
 from pydantic import ValidationError
 
 from firechunk.atomic import write_json
-from schemas.page import CrawlResult
+from firechunk.schemas.page import CrawlResult
 
 CRAWL_FILE = "crawl.json"
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from firechunk.activity import is_interrupt
 from firechunk.atomic import write_json
+from firechunk.schemas.publish import PublishResult, RunStatus
+from firechunk.schemas.validation import ExpectationOutcome, ValidationOutcome
 from firechunk.validate.report import REPORT_HTML
-from schemas.publish import PublishResult, RunStatus
-from schemas.validation import ExpectationOutcome, ValidationOutcome
 
 RUNS_DIR = "runs"
 LATEST = "latest"

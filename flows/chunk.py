@@ -10,13 +10,13 @@ from pathlib import Path
 
 from prefect import flow
 
+from firechunk.flows.names import site_and_date
 from firechunk.run.history import record_seconds
+from firechunk.tasks.artifacts import report_to_dashboard, timed
+from firechunk.tasks.chunk import chunk_on_runner
+from firechunk.tasks.run import start, write
+from firechunk.tasks.runners import TaskRunnerKind, make_task_runner
 from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
-from flows.names import site_and_date
-from tasks.artifacts import report_to_dashboard, timed
-from tasks.chunk import chunk_on_runner
-from tasks.run import start, write
-from tasks.runners import TaskRunnerKind, make_task_runner
 
 
 @flow(name="chunk", flow_run_name=site_and_date)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from prefect import flow
 
-from flows.names import SUPABASE_DOCS, site_and_date
-from schemas.job import ApiVersion, CrawlTarget
-from tasks.crawl import DEFAULT_SECRET_BLOCK, crawl_site
+from firechunk.flows.names import SUPABASE_DOCS, site_and_date
+from firechunk.schemas.job import ApiVersion, CrawlTarget
+from firechunk.tasks.crawl import DEFAULT_SECRET_BLOCK, crawl_site
 
 
 @flow(name="crawl", flow_run_name=site_and_date)

@@ -18,21 +18,21 @@ from pathlib import Path
 from prefect import flow
 from prefect.states import State
 
+from firechunk.flows.crawl import crawl as crawl_flow
+from firechunk.flows.names import SUPABASE_DOCS, site_and_date
 from firechunk.retention import check_keep
 from firechunk.run.history import record_seconds
 from firechunk.run.write import read_report
+from firechunk.schemas.job import ApiVersion
+from firechunk.schemas.publish import PublishResult
+from firechunk.tasks.artifacts import report_to_dashboard, timed
+from firechunk.tasks.chunk import chunk_on_runner
+from firechunk.tasks.crawl import DEFAULT_SECRET_BLOCK
+from firechunk.tasks.database import database_reported
+from firechunk.tasks.load import DB_SECRET_BLOCK, EmbedderName, load_database
+from firechunk.tasks.run import not_published, prune_old_runs, start, validated_and_published, write
+from firechunk.tasks.runners import TaskRunnerKind, make_task_runner
 from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
-from flows.crawl import crawl as crawl_flow
-from flows.names import SUPABASE_DOCS, site_and_date
-from schemas.job import ApiVersion
-from schemas.publish import PublishResult
-from tasks.artifacts import report_to_dashboard, timed
-from tasks.chunk import chunk_on_runner
-from tasks.crawl import DEFAULT_SECRET_BLOCK
-from tasks.database import database_reported
-from tasks.load import DB_SECRET_BLOCK, EmbedderName, load_database
-from tasks.run import not_published, prune_old_runs, start, validated_and_published, write
-from tasks.runners import TaskRunnerKind, make_task_runner
 
 
 @flow(name="rebuild", flow_run_name=site_and_date)

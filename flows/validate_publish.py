@@ -7,13 +7,13 @@ from pathlib import Path
 from prefect import flow
 from prefect.states import State
 
+from firechunk.flows.names import site_and_date
 from firechunk.run.history import record_seconds
 from firechunk.run.stages import RunStart
 from firechunk.run.write import read_report
-from flows.names import site_and_date
-from schemas.publish import PublishResult
-from tasks.artifacts import report_to_dashboard, timed
-from tasks.run import not_published, validated_and_published
+from firechunk.schemas.publish import PublishResult
+from firechunk.tasks.artifacts import report_to_dashboard, timed
+from firechunk.tasks.run import not_published, validated_and_published
 
 
 @flow(name="validate-publish", flow_run_name=site_and_date)

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.api_version import ApiVersion
+from firechunk.schemas.api_version import ApiVersion
 
 # Our own progress through a job, in order; `failed` and `expired` end it too.
 #   starting     the start call is sent and not answered yet (a job may exist)

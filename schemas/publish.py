@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.validation import ValidationOutcome
+from firechunk.schemas.validation import ValidationOutcome
 
 # "superseded": passed, but `latest` moved to another run while it ran, so its change set
 # (relative to the run latest pointed at when it started) was not published.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from schemas.chunk import Chunk
+from firechunk.schemas.chunk import Chunk
 
 
 class QuarantineRecord(BaseModel):

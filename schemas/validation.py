@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from schemas.report import SetAsidePage
+from firechunk.schemas.report import SetAsidePage
 
 
 class ExpectationOutcome(BaseModel):

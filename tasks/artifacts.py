@@ -34,13 +34,13 @@ from firechunk.run.changes import CHANGES_JSON
 from firechunk.run.history import RunRow, list_runs, why_not_published
 from firechunk.run.sizes import Bucket, size_histogram, token_counts
 from firechunk.run.write import QUARANTINE_JSONL, read_quarantine
+from firechunk.schemas.changes import ChangeSet, PageChange
+from firechunk.schemas.publish import PublishResult
+from firechunk.schemas.report import ChunkReport, QuarantineRecord
+from firechunk.schemas.validation import ValidationOutcome
+from firechunk.tasks.trend_chart import trend_svg
 from firechunk.validate.report import REPORT_HTML
 from firechunk.validate.suites import VALIDATION_DIR
-from schemas.changes import ChangeSet, PageChange
-from schemas.publish import PublishResult
-from schemas.report import ChunkReport, QuarantineRecord
-from schemas.validation import ValidationOutcome
-from tasks.trend_chart import trend_svg
 
 SUMMARY_KEY = "rebuild-summary"
 VALIDATION_KEY = "validation-report"

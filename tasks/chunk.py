@@ -24,8 +24,8 @@ from firechunk.run.executors import Executor
 from firechunk.run.outcomes import PackedOutcome, chunk_pages
 from firechunk.run.plan import PageInput
 from firechunk.run.stages import Chunked, RunStart, chunk_stage
+from firechunk.tasks.runners import api_shared_with_workers
 from firechunk.words import counted, reuse_phrase
-from tasks.runners import api_shared_with_workers
 
 PROGRESS_KEY = "chunking-progress"
 

@@ -31,8 +31,8 @@ from firechunk.crawl.errors import (
     StartOutcomeUnknownError,
     TargetMismatchError,
 )
-from schemas.job import ApiVersion, CrawlTarget
-from tasks.secrets import secret_or_env
+from firechunk.schemas.job import ApiVersion, CrawlTarget
+from firechunk.tasks.secrets import secret_or_env
 
 API_KEY_ENV = "FIRECRAWL_API_KEY"
 DEFAULT_SECRET_BLOCK = "firecrawl-api-key"

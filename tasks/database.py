@@ -26,9 +26,9 @@ from prefect.cache_policies import NO_CACHE
 from firechunk.db.connect import DB_URL_ENV
 from firechunk.db.held import Held, current_collection, read_held, sync_state, utc_minute
 from firechunk.run.history import RunRow, list_runs
-from tasks.artifacts import trend_to_dashboard
-from tasks.load import DB_SECRET_BLOCK, short_model
-from tasks.secrets import secret_or_env
+from firechunk.tasks.artifacts import trend_to_dashboard
+from firechunk.tasks.load import DB_SECRET_BLOCK, short_model
+from firechunk.tasks.secrets import secret_or_env
 
 DATABASE_KEY = "rebuild-database"
 

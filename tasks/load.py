@@ -24,7 +24,7 @@ from firechunk.db.connect import DB_URL_ENV, connect, redact
 from firechunk.db.embedded import CLUSTER_DIR
 from firechunk.db.runs import published_run
 from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
-from tasks.secrets import secret_or_env
+from firechunk.tasks.secrets import secret_or_env
 
 if TYPE_CHECKING:
     from firechunk.db.load import LoadResult

@@ -35,12 +35,12 @@ from firechunk.run.stages import (
     write_stage,
 )
 from firechunk.run.write import read_report
+from firechunk.schemas.changes import ChangeSet
+from firechunk.schemas.publish import PublishResult
+from firechunk.schemas.report import ChunkReport
+from firechunk.schemas.validation import ValidationOutcome
+from firechunk.tasks.artifacts import report_pages
 from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
-from schemas.changes import ChangeSet
-from schemas.publish import PublishResult
-from schemas.report import ChunkReport
-from schemas.validation import ValidationOutcome
-from tasks.artifacts import report_pages
 
 CHANGES_KEY = "rebuild-changes"
 

@@ -70,13 +70,13 @@ def make_task_runner(
                 "threads_per_worker": 1,
                 "processes": True,
                 "dashboard_address": "127.0.0.1:0",  # loopback, any free port
-                "preload": ["tasks.dask_preload"],  # workers die with this process
+                "preload": ["firechunk.tasks.dask_preload"],  # workers die with this process
             },
         )
     raise ValueError(f"unknown task runner {kind!r}: use 'process' or 'dask'")
 
 
-WORKER_PRELOAD = ("tasks.worker_preload",)
+WORKER_PRELOAD = ("firechunk.tasks.worker_preload",)
 
 
 def start_worker(encoding: str) -> None:

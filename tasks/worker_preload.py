@@ -28,9 +28,9 @@ _client = os.getppid()  # the flow process, read before the seconds of imports b
 import prefect.task_engine  # noqa: E402, F401  (the engine that runs a task in the worker)
 from prefect.plugins import load_prefect_collections  # noqa: E402
 
-import flows.chunk  # noqa: E402, F401  (the flows whose runs chunk on workers, pickled by name)
-import flows.rebuild  # noqa: E402, F401
-import tasks.chunk  # noqa: E402, F401  (the chunk tasks and, through them, the chunker)
+import firechunk.flows.chunk  # noqa: E402, F401  (the flows whose runs chunk on workers, pickled by name)
+import firechunk.flows.rebuild  # noqa: E402, F401
+import firechunk.tasks.chunk  # noqa: E402, F401  (the chunk tasks and, through them, the chunker)
 from firechunk.run.executors import die_with_parent  # noqa: E402
 from firechunk.tokens import DEFAULT_ENCODING, get_encoding  # noqa: E402
 

@@ -15,9 +15,9 @@ from firechunk.chunker.page import ChunkerOptions, PageChunks, chunk_page
 from firechunk.chunker.sizer import Sizer
 from firechunk.chunker.split import Limits
 from firechunk.run.memory import chunk_crawl
+from firechunk.schemas.page import CrawlResult
+from firechunk.schemas.report import ChunkRun
 from firechunk.tokens import TokenCounter
-from schemas.page import CrawlResult
-from schemas.report import ChunkRun
 
 COUNTER = TokenCounter()
 URL = "https://docs.example.com/guides/page"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from firechunk.crawl import CrawlSettings, RetryPolicy
-from schemas.job import CrawlJobState
+from firechunk.schemas.job import CrawlJobState
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_CRAWL = ROOT / "data" / "sample" / "crawl.json"

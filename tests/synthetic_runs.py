@@ -15,12 +15,18 @@ from pathlib import Path
 
 from firechunk.run.stages import publish_stage, start_run, validate_stage
 from firechunk.run.write import write_run_outputs
+from firechunk.schemas.chunk import Chunk, ChunkData, ChunkMetadata, Headers, Overlap
+from firechunk.schemas.publish import PublishResult
+from firechunk.schemas.report import (
+    ChunkReport,
+    ChunkRun,
+    DuplicateChunk,
+    HeadingRecord,
+    PageRecord,
+)
 from firechunk.tokens import TokenCounter
 from firechunk.validate.suites import SUITES_DIR
 from firechunk.validate.tables import build_tables, write_tables
-from schemas.chunk import Chunk, ChunkData, ChunkMetadata, Headers, Overlap
-from schemas.publish import PublishResult
-from schemas.report import ChunkReport, ChunkRun, DuplicateChunk, HeadingRecord, PageRecord
 
 COUNTER = TokenCounter()
 

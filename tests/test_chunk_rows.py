@@ -6,7 +6,7 @@ import uuid
 
 from firechunk.chunker.page import DraftChunk, content_hash
 from firechunk.run.rows import CHUNK_NAMESPACE, chunk_id, page_rows
-from schemas.chunk import Chunk
+from firechunk.schemas.chunk import Chunk
 
 URL = "https://example.com/docs/page"
 

@@ -37,7 +37,7 @@ from firechunk.crawl.errors import (
     StartOutcomeUnknownError,
 )
 from firechunk.crawlfile import read_crawl
-from schemas.job import CrawlTarget
+from firechunk.schemas.job import CrawlTarget
 from tests.crawl_fixtures import (
     CANARY_KEY,
     fast_settings,

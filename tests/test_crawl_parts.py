@@ -28,7 +28,7 @@ from firechunk.crawl.retry import (
     retry_after_seconds,
 )
 from firechunk.crawlfile import read_crawl
-from schemas.job import CrawlJobState, CrawlTarget
+from firechunk.schemas.job import CrawlJobState, CrawlTarget
 from tests.crawl_fixtures import (
     CANARY_KEY,
     ROOT,

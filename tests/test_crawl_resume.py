@@ -24,8 +24,8 @@ from firechunk.cli import app
 from firechunk.crawl import run_crawl
 from firechunk.crawl.errors import JobStateError
 from firechunk.crawlfile import read_crawl
-from schemas.job import CrawlJobState, CrawlTarget
-from tasks.crawl import _worth_retrying, crawl_site
+from firechunk.schemas.job import CrawlJobState, CrawlTarget
+from firechunk.tasks.crawl import _worth_retrying, crawl_site
 from tests.crawl_fixtures import (
     CANARY_KEY,
     FAST_CLI,

@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 from firechunk.cli import app
 from firechunk.crawl import CrawlError, run_crawl
 from firechunk.crawl.errors import JobNotFoundError, PollTimeoutError, StartOutcomeUnknownError
-from flows.crawl import crawl as crawl_flow
-from schemas.job import CrawlTarget
-from tasks.crawl import API_KEY_ENV
+from firechunk.flows.crawl import crawl as crawl_flow
+from firechunk.schemas.job import CrawlTarget
+from firechunk.tasks.crawl import API_KEY_ENV
 from tests.crawl_fixtures import (
     CANARY_KEY,
     FAST_CLI,

@@ -23,26 +23,26 @@ from typer.testing import CliRunner
 from firechunk.cli import app
 from firechunk.db.held import Held, current_collection, read_held, runs_behind, sync_state
 from firechunk.db.load import LoadResult
+from firechunk.flows.names import what_is_built
+from firechunk.flows.rebuild import rebuild
 from firechunk.publish import SHRINK_GUARD, write_status
 from firechunk.run.history import RunRow, list_runs, record_seconds, why_not_published
 from firechunk.run.sizes import size_histogram, token_counts
-from firechunk.validate.report import REPORT_HTML, write_report_from_files
-from firechunk.validate.suites import validate_run
-from flows.names import what_is_built
-from flows.rebuild import rebuild
-from schemas.changes import PageChange
-from schemas.publish import RunStatus
-from schemas.report import QuarantineRecord
-from tasks.artifacts import (
+from firechunk.schemas.changes import PageChange
+from firechunk.schemas.publish import RunStatus
+from firechunk.schemas.report import QuarantineRecord
+from firechunk.tasks.artifacts import (
     MAX_ROWS,
     TREND_RUNS,
     added_rows,
     quarantine_rows,
     validation_markdown,
 )
-from tasks.database import database_markdown
-from tasks.load import load_description, load_rows
-from tasks.trend_chart import trend_svg
+from firechunk.tasks.database import database_markdown
+from firechunk.tasks.load import load_description, load_rows
+from firechunk.tasks.trend_chart import trend_svg
+from firechunk.validate.report import REPORT_HTML, write_report_from_files
+from firechunk.validate.suites import validate_run
 from tests.prefect_helpers import (
     SAMPLE_CRAWL,
     artifacts_of,

@@ -28,7 +28,7 @@ from firechunk.db.load import LoadRefused, load_run
 from firechunk.db.runs import RunNotLoadable, published_run
 from firechunk.db.search import search
 from firechunk.run.stages import run_here, start_run
-from schemas.publish import RunStatus
+from firechunk.schemas.publish import RunStatus
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "crawl.json"
@@ -310,7 +310,7 @@ def test_the_rebuild_flow_loads_with_the_url_from_a_secret_block_and_never_shows
 ):
     from prefect.blocks.system import Secret
 
-    from flows.rebuild import rebuild
+    from firechunk.flows.rebuild import rebuild
     from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, logs_of
 
     password = "canary-db-password-7f3a"

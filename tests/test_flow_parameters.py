@@ -10,10 +10,10 @@ import inspect
 
 import pytest
 
-from flows.chunk import chunk
-from flows.crawl import crawl
-from flows.rebuild import rebuild
-from flows.validate_publish import validate_publish
+from firechunk.flows.chunk import chunk
+from firechunk.flows.crawl import crawl
+from firechunk.flows.rebuild import rebuild
+from firechunk.flows.validate_publish import validate_publish
 
 
 @pytest.mark.parametrize("flow", [rebuild, crawl, chunk, validate_publish], ids=lambda f: f.name)

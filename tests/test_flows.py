@@ -33,16 +33,16 @@ from firechunk.crawl.errors import (
     TargetMismatchError,
 )
 from firechunk.crawlfile import read_crawl
+from firechunk.flows.chunk import chunk as chunk_flow
+from firechunk.flows.crawl import crawl as crawl_flow
+from firechunk.flows.rebuild import rebuild
+from firechunk.flows.validate_publish import validate_publish
 from firechunk.run.memory import chunk_crawl
 from firechunk.run.stages import run_here, start_run
-from flows.chunk import chunk as chunk_flow
-from flows.crawl import crawl as crawl_flow
-from flows.rebuild import rebuild
-from flows.validate_publish import validate_publish
-from schemas.page import CrawlResult
-from tasks.crawl import API_KEY_ENV, _worth_retrying, crawl_site
-from tasks.run import RunNotPublished
-from tasks.runners import WORKER_PRELOAD, api_shared_with_workers, make_task_runner
+from firechunk.schemas.page import CrawlResult
+from firechunk.tasks.crawl import API_KEY_ENV, _worth_retrying, crawl_site
+from firechunk.tasks.run import RunNotPublished
+from firechunk.tasks.runners import WORKER_PRELOAD, api_shared_with_workers, make_task_runner
 from tests.crawl_fixtures import CANARY_KEY, page_size_for, served_pages
 from tests.firecrawl_server import FakeFirecrawl
 from tests.prefect_helpers import (
@@ -465,11 +465,11 @@ def test_every_task_has_a_name_of_its_own():
 
     from prefect import Task
 
-    import tasks
+    from firechunk import tasks
 
     found: dict[str, str] = {}
     for module_info in pkgutil.iter_modules(tasks.__path__):
-        module = importlib.import_module(f"tasks.{module_info.name}")
+        module = importlib.import_module(f"firechunk.tasks.{module_info.name}")
         for attribute, value in vars(module).items():
             if isinstance(value, Task) and value.__module__ == module.__name__:
                 where = f"{module.__name__}.{attribute}"

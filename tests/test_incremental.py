@@ -41,9 +41,9 @@ from firechunk.run.stages import (
     validate_stage,
     write_stage,
 )
-from schemas.changes import ChangeSet
-from schemas.page import CrawlResult
-from schemas.publish import PublishResult
+from firechunk.schemas.changes import ChangeSet
+from firechunk.schemas.page import CrawlResult
+from firechunk.schemas.publish import PublishResult
 from tests.corpus import CORPUS_FILES, needs_corpus
 from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of, task_runs_of
 
@@ -428,7 +428,7 @@ def test_rebuild_flow_and_cli_reuse_pages_and_full_chunks_them_again(prefect_api
     from typer.testing import CliRunner
 
     from firechunk.cli import app
-    from flows.rebuild import rebuild
+    from firechunk.flows.rebuild import rebuild
     from tests.prefect_helpers import logs_of
 
     data_dir = tmp_path / "data"

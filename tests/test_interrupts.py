@@ -27,7 +27,7 @@ import pytest
 from firechunk.activity import take_stopped
 from firechunk.publish import mark_interrupted, read_status, switch_latest, write_status
 from firechunk.run.stages import chunk_stage, start_out_run, start_run
-from schemas.publish import RunStatus
+from firechunk.schemas.publish import RunStatus
 from tests.prefect_helpers import ROOT, SAMPLE_CRAWL, prefect_env
 from tests.test_embedded_postgres import processes_naming
 from tests.test_leftovers import (

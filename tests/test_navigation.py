@@ -25,10 +25,10 @@ from firechunk.quality import check_run
 from firechunk.run.cache import _VERSIONED_SOURCES
 from firechunk.run.memory import chunk_crawl
 from firechunk.run.write import write_run_outputs
+from firechunk.schemas.chunk import Chunk
+from firechunk.schemas.page import CrawlResult
+from firechunk.schemas.report import ChunkRun
 from firechunk.validate.suites import validate_run
-from schemas.chunk import Chunk
-from schemas.page import CrawlResult
-from schemas.report import ChunkRun
 from tests.chunk_helpers import crawl, page, run_markdown, sentences
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"

@@ -197,7 +197,7 @@ def fail_a_rebuild(server: Server, data_dir: Path):
     """A rebuild flow run that fails before any work (keep_runs must be 0 or at least 1),
     run in a process of its own against the server, as `firechunk rebuild` would."""
     script = (
-        "from flows.rebuild import rebuild; "
+        "from firechunk.flows.rebuild import rebuild; "
         f"rebuild(replay={str(SAMPLE_CRAWL)!r}, data_dir={str(data_dir)!r}, keep_runs=-1)"
     )
     done = subprocess.run(

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from firechunk.run.write import write_parquet, write_run_outputs
-from schemas.chunk import Chunk
-from schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
-from schemas.report import ChunkReport, PageRecord, QuarantineRecord
+from firechunk.schemas.chunk import Chunk
+from firechunk.schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
+from firechunk.schemas.report import ChunkReport, PageRecord, QuarantineRecord
 from tests.synthetic_runs import clean_run
 
 

@@ -22,11 +22,11 @@ from firechunk.chunker.page import ChunkerOptions
 from firechunk.quality import check_run
 from firechunk.run.memory import chunk_crawl
 from firechunk.run.plan import page_inputs
+from firechunk.schemas.page import CrawlResult
+from firechunk.schemas.report import ChunkRun
 from firechunk.tokens import TokenCounter
 from firechunk.validate.suites import validate_run
 from firechunk.validate.tables import build_tables
-from schemas.page import CrawlResult
-from schemas.report import ChunkRun
 from tests.chunk_helpers import crawl, page
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 
 from firechunk import retention
 from firechunk.cli import app
+from firechunk.flows.rebuild import rebuild
 from firechunk.publish import RUNS_DIR, switch_latest, write_status
 from firechunk.retention import prune_raw_crawls, prune_runs
-from flows.rebuild import rebuild
-from schemas.job import CrawlJobState, CrawlTarget
-from schemas.publish import RunStatus
+from firechunk.schemas.job import CrawlJobState, CrawlTarget
+from firechunk.schemas.publish import RunStatus
 from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of
 
 

@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
+from firechunk.schemas.report import DuplicateChunk
 from firechunk.tokens import TokenCounter
 from firechunk.validate.suites import SUITES_DIR, SuiteFileError, load_suite_files, validate_run
 from firechunk.validate.tables import build_tables
-from schemas.report import DuplicateChunk
 from tests.synthetic_runs import BASE, clean_run
 
 

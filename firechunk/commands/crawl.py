@@ -15,7 +15,7 @@ import typer
 
 from firechunk.commands.checks import check_data_dir, check_url
 from firechunk.crawl import DEFAULT_API_URL
-from schemas.api_version import ApiVersion
+from firechunk.schemas.api_version import ApiVersion
 
 API_KEY_ENV = "FIRECRAWL_API_KEY"
 TUNING = "Tuning"
@@ -121,7 +121,7 @@ def crawl(
     The API key is read from FIRECRAWL_API_KEY; a complete crawl replays with no key.
     """
     from firechunk.crawl import CrawlSettings, RetryPolicy, run_crawl
-    from schemas.job import CrawlTarget
+    from firechunk.schemas.job import CrawlTarget
 
     check_url(url, "site URL")
     check_url(api_url, "Firecrawl API URL")

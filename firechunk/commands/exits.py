@@ -201,7 +201,7 @@ def classify(error: BaseException) -> tuple[ExitCode, str] | None:
 
 # (module, exception class, exit code, prefix), the more specific before the more general.
 _KNOWN: tuple[tuple[str, str, ExitCode, str], ...] = (
-    ("tasks.run", "RunNotPublished", ExitCode.FAILED, ""),
+    ("firechunk.tasks.run", "RunNotPublished", ExitCode.FAILED, ""),
     ("firechunk.run.stages", "RunSuperseded", ExitCode.FAILED, "error: "),
     ("firechunk.db.load", "LoadRefused", ExitCode.FAILED, "refused: "),
     ("firechunk.crawl.errors", "MissingApiKeyError", ExitCode.BAD_INPUT, "error: "),

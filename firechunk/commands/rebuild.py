@@ -22,10 +22,10 @@ from firechunk.commands.checks import check_data_dir, check_resolves, check_url
 from firechunk.commands.exits import CommandError, debugging
 from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages, Workers
 from firechunk.crawl import DEFAULT_API_URL
-from schemas.api_version import ApiVersion
+from firechunk.schemas.api_version import ApiVersion
 
 if TYPE_CHECKING:
-    from schemas.job import CrawlTarget
+    from firechunk.schemas.job import CrawlTarget
 
 
 def rebuild(
@@ -200,14 +200,14 @@ def rebuild(
         check_secret_block(secret_block)  # no server started: said first, offline too
     if target is not None:  # Prefect would retry the crawl task for minutes on a bad name
         check_resolves(api_url or DEFAULT_API_URL, "Firecrawl API URL")
+    from firechunk.tasks.temporary_api import reporting_to, temporary_api, wait_until_answering
     from firechunk.validate.suites import import_gx
-    from tasks.temporary_api import reporting_to, temporary_api, wait_until_answering
 
     # Started from the main thread, which lives as long as the command, before the flow's
     # modules are imported: the server boots while they load.
     with temporary_api() as api:
         with doing("rebuild", "starting Prefect's temporary API", lambda: "nothing changed"):
-            from flows.rebuild import rebuild as rebuild_flow
+            from firechunk.flows.rebuild import rebuild as rebuild_flow
 
             if not debugging():
                 quiet_known_tracebacks()
@@ -266,8 +266,8 @@ def _crawl_target(
     site: str | None, include: list[str] | None, exclude: list[str] | None, limit: int | None
 ) -> CrawlTarget:
     """The target the crawl flow will build from the same options (`flows.crawl`)."""
-    from flows.names import SUPABASE_DOCS
-    from schemas.job import CrawlTarget
+    from firechunk.flows.names import SUPABASE_DOCS
+    from firechunk.schemas.job import CrawlTarget
 
     return CrawlTarget(
         url=site or SUPABASE_DOCS,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from firechunk.commands.exits import CommandError, ExitCode, classify
 from firechunk.commands.interrupts import quiet
 from firechunk.crawl.runner import needs_api_key
-from schemas.job import CrawlTarget
+from firechunk.schemas.job import CrawlTarget
 
 if TYPE_CHECKING:
     from prefect.settings import Settings

@@ -21,7 +21,7 @@ from firecrawl import Firecrawl
 from firecrawl.v2.types import CrawlJob, Document, DocumentMetadata, PaginationConfig
 
 from firechunk.crawl.errors import CrawlError
-from schemas.job import ApiVersion, CrawlTarget
+from firechunk.schemas.job import ApiVersion, CrawlTarget
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from firechunk.crawl.client import StatusPage
 from firechunk.crawl.errors import CrawlError, DownloadError
-from schemas.job import CrawlJobState
+from firechunk.schemas.job import CrawlJobState
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from firechunk.atomic import write_json
 from firechunk.crawl.errors import CrawlError, CrawlInUseError, JobStateError
-from schemas.job import CrawlJobState, CrawlTarget, utc_now
+from firechunk.schemas.job import CrawlJobState, CrawlTarget, utc_now
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

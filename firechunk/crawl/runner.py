@@ -58,8 +58,8 @@ from firechunk.crawl.retry import (
     worth_resending_start,
 )
 from firechunk.crawlfile import write_crawl
-from schemas.job import ApiVersion, CrawlJobState, CrawlTarget
-from schemas.page import CrawledPage, CrawlResult
+from firechunk.schemas.job import ApiVersion, CrawlJobState, CrawlTarget
+from firechunk.schemas.page import CrawledPage, CrawlResult
 
 log = logging.getLogger(__name__)
 

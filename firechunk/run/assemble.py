@@ -34,10 +34,8 @@ from firechunk.run.outcomes import StoredDraft, StoredOutcome
 from firechunk.run.plan import PlannedPage
 from firechunk.run.rows import check_row_shape, duplicates_of, page_rows
 from firechunk.run.titles import page_problem, recorded_title
-from firechunk.tokens import TokenCounter
-from firechunk.validate.tables import ChunkFacts, chunk_facts
-from schemas.chunk import Chunk
-from schemas.report import (
+from firechunk.schemas.chunk import Chunk
+from firechunk.schemas.report import (
     ChunkReport,
     HeadingRecord,
     PageRecord,
@@ -45,6 +43,8 @@ from schemas.report import (
     SetAsidePage,
     SizePercentiles,
 )
+from firechunk.tokens import TokenCounter
+from firechunk.validate.tables import ChunkFacts, chunk_facts
 
 
 class Outcomes(Protocol):

@@ -26,7 +26,7 @@ from firechunk.publish import LATEST, STATUS_JSON, read_status
 from firechunk.run.manifest import MANIFEST_JSON, damaged_files
 from firechunk.run.rows import page_url
 from firechunk.run.write import CHUNKS_JSON
-from schemas.chunk import Chunk
+from firechunk.schemas.chunk import Chunk
 
 WAY_OUT = (
     "move data/latest aside to start without a baseline (every chunk is then an upsert; "

@@ -33,8 +33,8 @@ from firechunk.run.baseline import WAY_OUT, BaselineError, published_digests
 from firechunk.run.cache import STATE_FILE, read_chunk_rows
 from firechunk.run.manifest import MANIFEST_JSON
 from firechunk.run.write import CHUNKS_JSON, CHUNKS_PARQUET, PAGES_PARQUET
-from schemas.changes import ChangeSet, PageChange
-from schemas.report import PageRecord
+from firechunk.schemas.changes import ChangeSet, PageChange
+from firechunk.schemas.report import PageRecord
 
 CHANGES_JSON = "changes.json"
 

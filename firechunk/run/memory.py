@@ -18,10 +18,10 @@ from firechunk.run.collection import collection_for_run
 from firechunk.run.executors import process_pool
 from firechunk.run.outcomes import StoredOutcome, page_outcome, page_sizer
 from firechunk.run.plan import PageInput, make_batches, page_inputs, plan_pages, useful_workers
+from firechunk.schemas.chunk import Chunk
+from firechunk.schemas.page import CrawlResult
+from firechunk.schemas.report import ChunkRun
 from firechunk.tokens import DEFAULT_ENCODING, Sizer
-from schemas.chunk import Chunk
-from schemas.page import CrawlResult
-from schemas.report import ChunkRun
 
 
 def chunk_crawl(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from firechunk.run.chrome import chrome_lines
 from firechunk.run.titles import clean_title, title_problem
 from firechunk.run.urls import canonical_url, url_problem
-from schemas.page import CrawlResult
+from firechunk.schemas.page import CrawlResult
 
 
 @dataclass(frozen=True)

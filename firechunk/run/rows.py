@@ -12,8 +12,8 @@ from typing import Any
 
 from firechunk.chunker.page import DraftChunk
 from firechunk.run.urls import canonical_url
-from schemas.chunk import Chunk
-from schemas.report import DuplicateChunk
+from firechunk.schemas.chunk import Chunk
+from firechunk.schemas.report import DuplicateChunk
 
 # Fixed forever: changing it would change every chunk id.
 CHUNK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/firechunk/chunk-id")
@@ -144,6 +144,6 @@ def check_row_shape(row: dict[str, Any]) -> None:
     expected = Chunk.model_validate(row).to_json()
     if expected != row:
         raise ValueError(
-            "firechunk.run.rows builds chunk rows that differ from schemas.chunk.Chunk: "
+            "firechunk.run.rows builds chunk rows that differ from firechunk.schemas.chunk.Chunk: "
             f"{sorted(expected)} vs {sorted(row)}; update chunk_row"
         )

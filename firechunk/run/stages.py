@@ -59,6 +59,10 @@ from firechunk.run.manifest import write_manifest
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
 from firechunk.run.shrink import DEFAULT_MAX_SHRINK, shrink_problem
 from firechunk.run.write import ChunkFileWriter, write_page_files
+from firechunk.schemas.changes import ChangeSet
+from firechunk.schemas.publish import PublishResult, RunStatus
+from firechunk.schemas.report import ChunkReport
+from firechunk.schemas.validation import ValidationOutcome
 from firechunk.tokens import DEFAULT_ENCODING
 from firechunk.validate.set_aside import (
     DEFAULT_MAX_FAILED_PAGES,
@@ -67,10 +71,6 @@ from firechunk.validate.set_aside import (
 )
 from firechunk.validate.suites import SUITES_DIR, record_outcome, validate_tables
 from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
-from schemas.changes import ChangeSet
-from schemas.publish import PublishResult, RunStatus
-from schemas.report import ChunkReport
-from schemas.validation import ValidationOutcome
 
 RUN_JSON = "run.json"
 # Fewer characters than this left to chunk are chunked in this process when the run reuses

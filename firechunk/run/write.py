@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from firechunk.atomic import atomic_open, atomic_write, write_json, write_jsonl
-from schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
-from schemas.report import ChunkReport, ChunkRun, QuarantineRecord
+from firechunk.schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
+from firechunk.schemas.report import ChunkReport, ChunkRun, QuarantineRecord
 
 CHUNKS_PARQUET = "chunks.parquet"
 CHUNKS_JSON = "chunks.json"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from firechunk.atomic import write_text
-from schemas.validation import ExpectationOutcome, ValidationOutcome
+from firechunk.schemas.validation import ExpectationOutcome, ValidationOutcome
 
 REPORT_HTML = "report.html"
 _VALUE_CHARS = 300  # an observed value or example cell longer than this is cut

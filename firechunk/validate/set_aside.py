@@ -20,7 +20,7 @@ from firechunk.words import counted
 if TYPE_CHECKING:  # the CLI reads the default; only the validate stage needs the rest
     import polars as pl
 
-    from schemas.validation import ValidationOutcome
+    from firechunk.schemas.validation import ValidationOutcome
 
 DEFAULT_MAX_FAILED_PAGES = 0.01  # a share of the run's pages
 

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from firechunk.atomic import write_json
+from firechunk.schemas.report import ChunkRun
+from firechunk.schemas.validation import ExpectationOutcome, ValidationOutcome
 from firechunk.tokens import TokenCounter
 from firechunk.validate.report import write_report_from_files
 from firechunk.validate.tables import ID_COLUMNS, PAGE_URL_COLUMN, build_tables
-from schemas.report import ChunkRun
-from schemas.validation import ExpectationOutcome, ValidationOutcome
 
 if TYPE_CHECKING:
     import polars as pl

@@ -31,9 +31,9 @@ from firechunk.atomic import atomic_write
 from firechunk.chunker.headings import heading_key, heading_lines
 from firechunk.chunker.page import content_hash
 from firechunk.run.rows import page_url
+from firechunk.schemas.chunk import Chunk
+from firechunk.schemas.report import ChunkRun, DuplicateChunk, PageRecord
 from firechunk.tokens import TokenCounter
-from schemas.chunk import Chunk
-from schemas.report import ChunkRun, DuplicateChunk, PageRecord
 
 TABLES_DIR = Path("validation") / "tables"  # in the run directory, one Parquet file per table
 
