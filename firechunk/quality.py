@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from firechunk.chunker.cleanup import clean_markdown
 from firechunk.chunker.headings import heading_text
+from firechunk.chunker.split import Limits
 from firechunk.run.chrome import chrome_lines
 from firechunk.run.rows import page_url
 from firechunk.schemas.chunk import Chunk
@@ -72,7 +73,7 @@ class QualityFigures:
 
 
 def check_run(
-    crawl: CrawlResult, run: ChunkRun, hard: int = 1000, small: int = 100
+    crawl: CrawlResult, run: ChunkRun, hard: int = Limits.hard, small: int = Limits.min_tokens
 ) -> QualityFigures:
     counter = TokenCounter(run.report.encoding)
     figures = QualityFigures(pages=len(run.pages), chunks=len(run.chunks))

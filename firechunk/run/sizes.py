@@ -12,10 +12,11 @@ from pathlib import Path
 
 import polars as pl
 
+from firechunk.chunker.split import Limits
 from firechunk.run.write import CHUNKS_PARQUET
 
 BUCKET_TOKENS = 100
-TOP_TOKENS = 1000  # the chunks suite's ceiling: buckets up to it are always shown
+TOP_TOKENS = Limits.hard  # the chunks suite's ceiling: buckets up to it are always shown
 
 
 @dataclass(frozen=True)
