@@ -59,3 +59,17 @@ def test_a_narrow_terminal_wraps_sentences_whole():
     lines = [line.strip("│ ").rstrip() for line in commands.splitlines()]
     short = [line for line in lines if line and 0 < len(line) < 25 and line[-1].isalpha()]
     assert not short, short
+
+
+def test_every_rebuild_flow_parameter_is_an_option_of_the_command():
+    """What the nightly deployment can set, `firechunk rebuild` can set too (the Secret
+    blocks' names aside: the command reads the environment)."""
+    import inspect
+
+    from firechunk.commands import rebuild as command
+    from firechunk.flows.rebuild import rebuild as flow
+
+    passed = set(re.findall(r'^\s+"(\w+)": ', inspect.getsource(command.rebuild), re.M))
+    flow_parameters = set(inspect.signature(flow.fn).parameters) - {"db_secret_block"}
+    assert flow_parameters - passed == set()
+    assert passed - flow_parameters == set()

@@ -12,11 +12,12 @@ import contextlib
 import functools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from firechunk.commands.exits import CommandError
+from firechunk.commands.options import BaseUrl, Dimensions, EmbedderName, Model
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,24 +61,6 @@ SearchedCollection = Annotated[
         "`firechunk collections` lists them).",
         show_default=False,
     ),
-]
-EmbedderName = Annotated[
-    Literal["local", "openai"],
-    typer.Option(
-        "--embedder",
-        help="local: all-MiniLM-L6-v2 (int8 ONNX) on this machine; openai: an "
-        "OpenAI-compatible API (key from OPENAI_API_KEY).",
-    ),
-]
-Model = Annotated[
-    str | None, typer.Option(metavar="NAME", help="Model name for --embedder openai.")
-]
-Dimensions = Annotated[
-    int | None, typer.Option(min=1, metavar="N", help="Dimensions for --embedder openai.")
-]
-BaseUrl = Annotated[
-    str | None,
-    typer.Option(metavar="URL", help="API base URL for --embedder openai (default: OpenAI's)."),
 ]
 
 

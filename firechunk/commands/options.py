@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -30,4 +30,31 @@ Workers = Annotated[
     ),
 ]
 
-__all__ = ["DEFAULT_MAX_FAILED_PAGES", "MaxFailedPages", "Workers"]
+EmbedderName = Annotated[
+    Literal["local", "openai"],
+    typer.Option(
+        "--embedder",
+        help="local: all-MiniLM-L6-v2 (int8 ONNX) on this machine; openai: an "
+        "OpenAI-compatible API (key from OPENAI_API_KEY).",
+    ),
+]
+Model = Annotated[
+    str | None, typer.Option(metavar="NAME", help="Model name for --embedder openai.")
+]
+Dimensions = Annotated[
+    int | None, typer.Option(min=1, metavar="N", help="Dimensions for --embedder openai.")
+]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(metavar="URL", help="API base URL for --embedder openai (default: OpenAI's)."),
+]
+
+__all__ = [
+    "DEFAULT_MAX_FAILED_PAGES",
+    "BaseUrl",
+    "Dimensions",
+    "EmbedderName",
+    "MaxFailedPages",
+    "Model",
+    "Workers",
+]

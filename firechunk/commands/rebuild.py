@@ -20,7 +20,15 @@ import typer
 from firechunk.activity import doing
 from firechunk.commands.checks import check_data_dir, check_resolves, check_url
 from firechunk.commands.exits import CommandError, debugging
-from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages, Workers
+from firechunk.commands.options import (
+    DEFAULT_MAX_FAILED_PAGES,
+    BaseUrl,
+    Dimensions,
+    EmbedderName,
+    MaxFailedPages,
+    Model,
+    Workers,
+)
 from firechunk.crawl import DEFAULT_API_URL
 from firechunk.schemas.api_version import ApiVersion
 
@@ -135,6 +143,10 @@ def rebuild(
             "else an embedded Postgres under DATA_DIR/postgres), as `firechunk load` does.",
         ),
     ] = False,
+    embedder: EmbedderName = "local",
+    model: Model = None,
+    dimensions: Dimensions = None,
+    base_url: BaseUrl = None,
     collection: Annotated[
         str | None,
         typer.Option(
@@ -188,6 +200,10 @@ def rebuild(
         "keep_runs": keep_runs,
         "load": load,
         "collection": collection,
+        "embedder": embedder,
+        "embedding_model": model,
+        "embedding_dimensions": dimensions,
+        "embedding_base_url": base_url,
         "allow_shrink": allow_shrink,
         "allow_partial": allow_partial,
         "max_failed_pages": max_failed_pages,
