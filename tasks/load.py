@@ -20,8 +20,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from firechunk.db.connect import DB_URL_ENV, connect, redact
-from firechunk.db.embedded import CLUSTER_DIR
+from firechunk.db.connect import DB_URL_ENV, connection, redact
 from firechunk.db.runs import published_run
 from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
 from firechunk.tasks.secrets import secret_or_env
@@ -54,7 +53,6 @@ def load_database(
     `firechunk.db.load`); None when a newer run was published meanwhile. `max_shrink`:
     default, the load's."""
     # The database extra's modules, imported when a run is loaded, not with the flow.
-    from firechunk.db.failures import explained
     from firechunk.db.load import DEFAULT_MAX_SHRINK, LoadSuperseded, load_run
 
     logger = get_run_logger()
@@ -67,10 +65,8 @@ def load_database(
         embedder, embedding_model, embedding_dimensions, embedding_base_url
     ))  # fmt: skip
     run = published_run(Path(data_dir), run_id, collection)
-    embedded = None if url else Path(data_dir) / CLUSTER_DIR
     try:
-        with connect(url, Path(data_dir)) as conn, explained(embedded):
-            conn.autocommit = True
+        with connection(url, Path(data_dir)) as conn:
             result = load_run(
                 conn,
                 run,
