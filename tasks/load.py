@@ -20,7 +20,8 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from firechunk.db.connect import DB_URL_ENV, connection, redact
+from firechunk.db.connect import DB_URL_ENV, connection
+from firechunk.db.failures import redact
 from firechunk.db.runs import published_run
 from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
 from firechunk.tasks.secrets import secret_or_env

@@ -294,7 +294,8 @@ def _nothing_loaded(db: str | None, data_dir: Path) -> str:
     """What to do when the database read holds no run: load one into it, or, when `make
     demo` left its database in data/demo and another data directory was read (the
     default, data), read that one."""
-    from firechunk.db.connect import database_url, redact
+    from firechunk.db.connect import database_url
+    from firechunk.db.failures import redact
 
     url = database_url(db)
     if url is not None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from firechunk.db import embedded
+from firechunk.db.failures import DatabaseError, NotAPostgresUrl, explained, redact
 
 if TYPE_CHECKING:
     import psycopg
@@ -27,23 +27,9 @@ DB_URL_ENV = "FIRECHUNK_DB_URL"
 _KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10}
 
 
-class DatabaseError(RuntimeError):
-    """The database cannot be reached or used; the message names it, without a password."""
-
-
-class NotAPostgresUrl(DatabaseError):
-    """The URL given is not one libpq reads: the command line must change, so exit 2."""
-
-
 def database_url(explicit: str | None) -> str | None:
     """`--db`, else `FIRECHUNK_DB_URL`, else None (the embedded database)."""
     return explicit or os.environ.get(DB_URL_ENV) or None
-
-
-def redact(url: str) -> str:
-    """The URL with any password replaced by `***` (key=value and URL forms)."""
-    url = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
-    return re.sub(r"(password\s*=\s*)\S+", r"\1***", url, flags=re.IGNORECASE)
 
 
 @contextlib.contextmanager
@@ -107,8 +93,6 @@ def connection(url: str | None, data_dir: Path, create: bool = True) -> Iterator
     under `data_dir`; a database failure inside becomes a `DatabaseError` whose one line
     says what to do (`firechunk.db.failures`). `create` false for a reader: it never makes
     a new embedded cluster. What the library's `firechunk.load` and `firechunk.search` open."""
-    from firechunk.db.failures import explained
-
     embedded_dir = None if url else Path(data_dir) / embedded.CLUSTER_DIR
     with connect(url, Path(data_dir), create) as conn, explained(embedded_dir):
         conn.autocommit = True

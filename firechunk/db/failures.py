@@ -10,12 +10,28 @@ from the published run.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import psycopg
+if TYPE_CHECKING:
+    import psycopg
 
-from firechunk.db.connect import DatabaseError, redact
+
+class DatabaseError(RuntimeError):
+    """The database cannot be reached or used; the message names it, without a password."""
+
+
+class NotAPostgresUrl(DatabaseError):
+    """The URL given is not one libpq reads: the command line must change, so exit 2."""
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced by `***` (key=value and URL forms)."""
+    url = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", url, flags=re.IGNORECASE)
+
 
 # SQLSTATE classes (the first two characters) and what each says about the database.
 _DAMAGED = {"58", "XX"}  # system error (a file missing), internal error (data corrupted)
@@ -27,6 +43,8 @@ _RESOURCES = {"53"}  # insufficient resources: disk full, out of memory, too man
 def explained(embedded_dir: Path | None) -> Iterator[None]:
     """Run the block; a psycopg error inside becomes a `DatabaseError` that says what to
     do. `embedded_dir`: the embedded database's directory, None for a `--db` URL."""
+    import psycopg  # the database extra's: imported once a database is used
+
     try:
         yield
     except psycopg.Error as error:
@@ -35,6 +53,8 @@ def explained(embedded_dir: Path | None) -> Iterator[None]:
 
 def describe(error: psycopg.Error, embedded_dir: Path | None) -> str:
     """One line: what failed, that nothing was committed, what to do."""
+    import psycopg
+
     state = error.sqlstate or ""
     said = redact(_first_line(error))
     if state[:2] in _DAMAGED:

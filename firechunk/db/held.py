@@ -133,7 +133,7 @@ def utc_minute(when: datetime | None) -> str:
 
 
 def _one_line(error: BaseException) -> str:
-    from firechunk.db.connect import redact
+    from firechunk.db.failures import redact
 
     text = str(error).strip()
     return redact(text.splitlines()[0][:300] if text else type(error).__name__)
