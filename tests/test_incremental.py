@@ -516,6 +516,24 @@ def test_the_shrink_guard_keeps_a_run_that_drops_a_fifth_of_the_pages_unpublishe
     assert published.published
 
 
+def test_another_site_in_the_same_data_directory_publishes_under_its_own_collection(data_dir):
+    """Four of the sample's pages on another host: not a shrink of the sample's site (the
+    run the data directory held), and its collection is its own host's."""
+    crawl = sample()
+    crawl.data = crawl.data[9:]
+    for page in crawl.data:
+        for field in ("source_url", "url"):
+            value = getattr(page.metadata, field)
+            if value:
+                setattr(
+                    page.metadata, field, value.replace("docs.example.com", "other.example.org")
+                )
+    _, outcome, published = run_here(start_run(data_dir, "other-site"), crawl_file(crawl))
+    assert outcome.success and published.published, published
+    report = json.loads((data_dir / "runs" / "other-site" / "report.json").read_text())
+    assert report["collection"].startswith("other.example.org")
+
+
 def test_the_shrink_guard_lets_a_small_removal_through(data_dir):
     crawl = sample()
     webhooks = f"{BASE}/guides/webhooks"  # 1 of 13 pages, 1 of 17 chunks

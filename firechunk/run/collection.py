@@ -4,8 +4,9 @@ A database holds several doc sets (a site's guides, its reference, another produ
 docs), one per data directory; each is a collection that owns its rows. A run names its
 collection so that every night of a data directory loads into the same one:
 
-- the baseline's collection, when the run has a baseline (the name never drifts because
-  one night's crawl reached a page outside the usual path);
+- the baseline's collection, when the run has a baseline of the same host (the name never
+  drifts because one night's crawl reached a page outside the usual path); a crawl of
+  another site put in the same data directory names its own;
 - otherwise one derived from the run's pages: the host most of them are on, and the
   longest path prefix all of that host's pages share (`supabase.com/docs/guides/auth`).
 
@@ -62,11 +63,25 @@ def run_collection(run_dir: Path, urls: Iterable[str]) -> str:
 
 
 def collection_for_run(baseline_dir: Path | None, urls: Iterable[str]) -> str:
-    """The collection a new run names: its baseline's, else one derived from its pages."""
+    """The collection a new run names: its baseline's when on the same host, else one
+    derived from its pages."""
     urls = list(urls)
+    derived = default_collection(urls)
     if baseline_dir is not None:
-        return run_collection(baseline_dir, urls)
-    return default_collection(urls)
+        named = run_collection(baseline_dir, urls)
+        if host_of(named) == host_of(derived):
+            return named
+    return derived
+
+
+def host_of(collection: str) -> str:
+    """The site a collection name starts with (`supabase.com` of `supabase.com/docs`)."""
+    return collection.split("/", 1)[0]
+
+
+def same_site(run_dir: Path, baseline_dir: Path) -> bool:
+    """Whether two runs' reports name collections of one host: the same doc site."""
+    return host_of(run_collection(run_dir, ())) == host_of(run_collection(baseline_dir, ()))
 
 
 def _segments(path: str) -> tuple[str, ...]:

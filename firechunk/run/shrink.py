@@ -5,7 +5,8 @@ A site does not lose a fifth of its pages overnight; a crawl cut short, a change
 pattern or a site outage does. Publishing such a run would delete those chunks from every
 database that follows `latest`, so it is refused unless `allow_shrink`. Shrink is counted
 net: pages of the baseline this run no longer has, and the fall in the chunk count (edited
-pages replace their chunks, which is not shrink).
+pages replace their chunks, which is not shrink). A baseline of another site (a data
+directory first used for one doc site, then for another) is not shrunk by the new one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from firechunk.run.changes import baseline_chunk_rows, read_changes
+from firechunk.run.collection import same_site
 from firechunk.run.write import PAGES_PARQUET
 
 DEFAULT_MAX_SHRINK = 0.2
@@ -22,6 +24,8 @@ DEFAULT_MAX_SHRINK = 0.2
 
 def shrink_problem(run_dir: Path, baseline_dir: Path, max_shrink: float) -> str | None:
     """Why the run at `run_dir` shrinks too much against `baseline_dir`, or None."""
+    if not same_site(run_dir, baseline_dir):
+        return None
     pages_before, chunks_before = _counts(baseline_dir)
     _, chunks_after = _counts(run_dir)
     removed_pages = len(read_changes(run_dir).pages_removed)
