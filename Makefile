@@ -4,6 +4,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DEMO   ?= data/demo
 
 .PHONY: demo test test-fast lint format bench wheel-check lock clean
 
@@ -22,10 +23,10 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/firechunk rebuild --replay data/sample/crawl.json --data-dir data/demo --load
-	$(BIN)/firechunk search "what happens to a message that keeps failing" --data-dir data/demo -k 3
-	@echo "outputs: data/demo/latest/ (chunks.json, chunks.parquet, pages.parquet, report.json, changes.json, validation/)"
-	@echo "database: data/demo/postgres/ (firechunk search \"...\" --data-dir data/demo)"
+	$(BIN)/firechunk rebuild --replay data/sample/crawl.json --data-dir $(DEMO) --load
+	$(BIN)/firechunk search "what happens to a message that keeps failing" --data-dir $(DEMO) -k 3
+	@echo "outputs: $(DEMO)/latest/ (chunks.json, chunks.parquet, pages.parquet, report.json, changes.json, validation/)"
+	@echo "database: $(DEMO)/postgres/ (firechunk search \"...\" --data-dir $(DEMO))"
 	@echo "firechunk is in $(BIN)/, not on your PATH: run . $(BIN)/activate first (or type $(BIN)/firechunk)"
 
 test: $(STAMP)

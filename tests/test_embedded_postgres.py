@@ -117,6 +117,37 @@ def test_as_root_nothing_outside_the_data_directory_changes(tmp_path):
     assert (data_dir / "postgres").stat().st_uid == 0  # root's files, no other user's
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="checks what running as root changes (CI is root)")
+@pytest.mark.skipif(not shutil.which("make"), reason="runs `make demo`")
+def test_as_root_make_demo_changes_nothing_outside_its_data_directory(tmp_path):
+    """`make demo` as README gives it, into a data directory of the test's own (DEMO), with
+    this venv (VENV) and an install stamp newer than pyproject.toml, so nothing installs."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    demo = private / "demo"
+    stamp = tmp_path / "installed"
+    stamp.touch()
+    venv = Path(sys.executable).parent.parent
+    before = outside_state(demo)
+
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("FIRECHUNK_DB_URL", "FIRECHUNK_DATA_DIR")
+    }
+    made = subprocess.run(
+        ["make", "--no-print-directory", "demo", f"VENV={venv}", f"STAMP={stamp}", f"DEMO={demo}"],
+        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert re.search(r"^https://docs\.example\.com/\S+\n  1\. \[[0-9.]+\] ", made.stdout, re.M), (
+        made.stdout
+    )
+    assert (demo / "latest" / "chunks.json").is_file()
+
+    assert outside_state(demo) == before
+    assert no_server_left(demo)
+    assert (demo / "postgres").stat().st_uid == 0
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="checks what running as root needs")
 def test_as_root_without_user_namespaces_it_says_what_to_do_instead(tmp_path):
     data_dir = tmp_path / "data"
