@@ -27,6 +27,7 @@ from scale import CORPUS_DIR, distinct_pages, variant, write_crawl  # noqa: E402
 
 from firechunk.run.executors import process_pool  # noqa: E402
 from firechunk.run.stages import chunk_stage, start_out_run  # noqa: E402
+from firechunk.settings import RunSettings  # noqa: E402
 
 
 def main() -> int:
@@ -45,9 +46,10 @@ def main() -> int:
         times: dict[int, list[float]] = {1: [], 2: []}
         for round_ in range(args.repeat):
             for workers in (1, 2):
-                start = start_out_run(Path(work) / f"run-{workers}-{round_}")
+                settings = RunSettings(workers=workers)
+                start = start_out_run(Path(work) / f"run-{workers}-{round_}", settings)
                 started = time.perf_counter()
-                chunk_stage(start, crawl, process_pool(workers), workers=workers)
+                chunk_stage(start, crawl, process_pool(workers))
                 times[workers].append(time.perf_counter() - started)
                 print(f"{workers} worker(s): {times[workers][-1]:.2f} s", flush=True)
     one, two = statistics.median(times[1]), statistics.median(times[2])

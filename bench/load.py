@@ -71,6 +71,7 @@ from firechunk.embedders import Embedder, local_embedder
 from firechunk.run.executors import process_pool
 from firechunk.run.stages import run_here, start_run
 from firechunk.run.write import CHUNKS_JSON
+from firechunk.settings import RunSettings
 
 BENCH_DIR = Path(__file__).resolve().parent
 # A first load in a process of its own: the peak resident memory it reached, in kB.
@@ -168,8 +169,8 @@ def workspace(keep: Path | None) -> Iterator[Path]:
 def chunk_run(run_id: str, crawl: Path, data_dir: Path, workers: int) -> dict:
     """One run as `firechunk chunk` makes it, published as `data_dir/latest`."""
     started = time.perf_counter()
-    start = start_run(data_dir, run_id)
-    written, outcome, result = run_here(start, crawl, process_pool(workers), workers=workers)
+    start = start_run(data_dir, run_id, RunSettings(workers=workers))
+    written, outcome, result = run_here(start, crawl, process_pool(workers))
     seconds = time.perf_counter() - started
     if not (outcome.success and result is not None and result.published):
         raise SystemExit(f"run {run_id} was not published: {outcome}")

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 from firechunk.atomic import write_json
+from firechunk.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus"
@@ -122,10 +123,8 @@ def measure(crawl_file: Path, data_dir: Path, repeat: int, task_runner: str) -> 
         result = rebuild(
             replay=crawl_file,
             data_dir=data_dir,
-            workers=workers,
-            task_runner=task_runner,
+            run=RunSettings(workers=workers, task_runner=task_runner, full=True),
             run_id=run_id,
-            full=True,
         )
         seconds = time.perf_counter() - started
         busy = machine_busy_seconds() - busy_before

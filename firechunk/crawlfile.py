@@ -47,7 +47,7 @@ def read_crawl(path: Path, *, allow_partial: bool = True) -> CrawlResult:
         raise CrawlFileError(
             f"{path}: the crawl's status is {crawl.status!r}, not 'completed' "
             f"({len(crawl.data)} pages); publishing it would drop the pages it lacks. "
-            "Use --allow-partial (flow parameter allow_partial) to chunk it anyway."
+            "Use --allow-partial (flow parameter run.allow_partial) to chunk it anyway."
         )
     return crawl
 

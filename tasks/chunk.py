@@ -24,7 +24,7 @@ from firechunk.run.executors import Executor
 from firechunk.run.outcomes import PackedOutcome, chunk_pages
 from firechunk.run.plan import PageInput
 from firechunk.run.stages import Chunked, RunStart, chunk_stage
-from firechunk.tasks.runners import api_shared_with_workers
+from firechunk.tasks.runners import api_shared_with_workers, make_task_runner
 from firechunk.words import counted, reuse_phrase
 
 PROGRESS_KEY = "chunking-progress"
@@ -56,10 +56,9 @@ def on_task_runner(runner: TaskRunner) -> Executor:
     return run
 
 
-def chunk_on_runner(
-    start: RunStart, crawl_file: Path, runner: TaskRunner, workers: int | None
-) -> Chunked:
-    """The chunk stage, its batches on `runner`; call it inside a flow."""
+def chunk_on_runner(start: RunStart, crawl_file: Path) -> Chunked:
+    """The chunk stage, its batches on the task runner the run's settings name; call it
+    inside a flow."""
     logger = get_run_logger()
     progress_id = create_progress_artifact(
         progress=0.0, key=PROGRESS_KEY, description="Pages chunked (of those not reused)"
@@ -69,11 +68,12 @@ def chunk_on_runner(
         update_progress_artifact(progress_id, progress=100.0 * done / max(1, total))
         logger.info("chunked %d/%d pages", done, total)
 
-    chunked = chunk_stage(
-        start, crawl_file, on_task_runner(runner), workers=workers, progress=progress
-    )
+    runner = make_task_runner(start.settings)
+    chunked = chunk_stage(start, crawl_file, on_task_runner(runner), progress=progress)
     update_progress_artifact(progress_id, progress=100.0)
-    reuse = reuse_phrase(chunked.pages_reused, chunked.pages_chunked, start.baseline_id, start.full)
+    reuse = reuse_phrase(
+        chunked.pages_reused, chunked.pages_chunked, start.baseline_id, start.settings.full
+    )
     repeats = chunked.pages_in - chunked.pages_to_chunk
     logger.info(
         "%s in: %s%s%s",  # 13 pages in: 10 reused from run X, 1 chunked, 2 the same URL or ...

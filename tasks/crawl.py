@@ -20,7 +20,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
 from prefect.states import State
 
-from firechunk.crawl import CrawlOutcome, CrawlSettings, run_crawl
+from firechunk.crawl import ClientOptions, CrawlOutcome, run_crawl
 from firechunk.crawl.errors import (
     AccessRefusedError,
     CrawlError,
@@ -82,7 +82,7 @@ def crawl_site(
     logger = get_run_logger()
     api_key, source = firecrawl_api_key(secret_block)
     logger.info("Firecrawl API key from %s", source)
-    settings = CrawlSettings(
+    settings = ClientOptions(
         api_version=api_version,
         poll_interval=poll_interval,
         max_poll_interval=max(30.0, poll_interval),

@@ -26,8 +26,9 @@ from prefect.cache_policies import NO_CACHE
 from firechunk.db.connect import DB_URL_ENV
 from firechunk.db.held import Held, current_collection, read_held, sync_state, utc_minute
 from firechunk.run.history import RunRow, list_runs
+from firechunk.settings import DatabaseSettings
 from firechunk.tasks.artifacts import trend_to_dashboard
-from firechunk.tasks.load import DB_SECRET_BLOCK, short_model
+from firechunk.tasks.load import short_model
 from firechunk.tasks.secrets import secret_or_env
 
 DATABASE_KEY = "rebuild-database"
@@ -41,9 +42,7 @@ class Night:
 
 
 @contextlib.contextmanager
-def database_reported(
-    data_dir: Path, collection: str | None, load: bool, db_secret_block: str = DB_SECRET_BLOCK
-) -> Iterator[Night]:
+def database_reported(data_dir: Path, database: DatabaseSettings) -> Iterator[Night]:
     """Run the night's block, then put the database and the trend on the dashboard, also
     when the block raised (before the exception fails the flow run). Not when it was
     interrupted (Ctrl-C, a cancellation): that night is being stopped, not reported."""
@@ -51,32 +50,26 @@ def database_reported(
     try:
         yield night
     except Exception:
-        _report(data_dir, night, collection, load, db_secret_block)
+        _report(data_dir, night, database)
         raise
-    _report(data_dir, night, collection, load, db_secret_block)
+    _report(data_dir, night, database)
 
 
-def _report(
-    data_dir: Path, night: Night, collection: str | None, load: bool, db_secret_block: str
-) -> None:
+def _report(data_dir: Path, night: Night, database: DatabaseSettings) -> None:
     # The state, not the result: a failure to report must neither fail a good night nor
     # hide why a bad one failed.
-    database_to_dashboard(
-        data_dir, night.run_id, collection, load, db_secret_block, return_state=True
-    )
+    database_to_dashboard(data_dir, night.run_id, database, return_state=True)
 
 
 @task(name="report-database", cache_policy=NO_CACHE)
 def database_to_dashboard(
-    data_dir: Path,
-    run_id: str | None,
-    collection: str | None = None,
-    load: bool = False,
-    db_secret_block: str = DB_SECRET_BLOCK,
+    data_dir: Path, run_id: str | None, database: DatabaseSettings = DatabaseSettings()
 ) -> Held:
     """`rebuild-database` and the trend, for run `run_id` (None: the night wrote no run)
-    of `data_dir`; `collection`: the flow's, else the run's, else the data directory's."""
-    data_dir = Path(data_dir)
+    of `data_dir`; the collection: the settings', else the run's, else the data
+    directory's."""
+    data_dir, collection, load = Path(data_dir), database.collection, database.load
+    db_secret_block = database.db_secret_block
     runs = list_runs(data_dir)
     this = next((row for row in runs if row.run_id == run_id), None)
     chosen = collection or (this.collection if this else None) or current_collection(runs)

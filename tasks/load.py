@@ -14,7 +14,7 @@ aside (a warning and a `load` artifact saying so, not a failure).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -24,13 +24,12 @@ from firechunk.db.connect import DB_URL_ENV, connection
 from firechunk.db.failures import redact
 from firechunk.db.runs import published_run
 from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
+from firechunk.settings import DatabaseSettings
 from firechunk.tasks.secrets import secret_or_env
 
 if TYPE_CHECKING:
     from firechunk.db.load import LoadResult
 
-EmbedderName = Literal["local", "openai"]
-DB_SECRET_BLOCK = "firechunk-db-url"
 EMBEDDING_KEY_BLOCK = "openai-api-key"
 LOAD_KEY = "rebuild-load"
 PROGRESS_EVERY = 0.1
@@ -41,14 +40,10 @@ MODEL_CHARS = 60  # of the model's name in a table: a longer one is cut with "â€
 def load_database(
     data_dir: Path,
     run_id: str,
-    embedder: EmbedderName = "local",
-    embedding_model: str | None = None,
-    embedding_dimensions: int | None = None,
-    embedding_base_url: str | None = None,
+    database: DatabaseSettings = DatabaseSettings(),
+    *,
     allow_shrink: bool = False,
     max_shrink: float | None = None,
-    collection: str | None = None,
-    db_secret_block: str = DB_SECRET_BLOCK,
 ) -> LoadResult | None:
     """Make the run's collection hold exactly run `run_id` of `data_dir` (see
     `firechunk.db.load`); None when a newer run was published meanwhile. `max_shrink`:
@@ -57,15 +52,13 @@ def load_database(
     from firechunk.db.load import DEFAULT_MAX_SHRINK, LoadSuperseded, load_run
 
     logger = get_run_logger()
-    url, source = secret_or_env(db_secret_block, DB_URL_ENV)
+    url, source = secret_or_env(database.db_secret_block, DB_URL_ENV)
     logger.info(
         "loading run %s into %s", run_id, f"the database from {source}" if url else
         f"the embedded Postgres in {Path(data_dir) / 'postgres'}"
     )  # fmt: skip
-    built = make_embedder(embedder, **_embedder_options(
-        embedder, embedding_model, embedding_dimensions, embedding_base_url
-    ))  # fmt: skip
-    run = published_run(Path(data_dir), run_id, collection)
+    built = make_embedder(database.embedder, **_embedder_options(database))
+    run = published_run(Path(data_dir), run_id, database.collection)
     try:
         with connection(url, Path(data_dir)) as conn:
             result = load_run(
@@ -91,14 +84,12 @@ def load_database(
     return result
 
 
-def _embedder_options(
-    name: str, model: str | None, dimensions: int | None, base_url: str | None
-) -> dict:
-    if name != "openai":
+def _embedder_options(database: DatabaseSettings) -> dict[str, object]:
+    """The settings' options, with the openai key from its Secret block or the environment."""
+    if database.embedder != "openai":
         return {}
     key, _ = secret_or_env(EMBEDDING_KEY_BLOCK, OPENAI_KEY_ENV)
-    options = {"model": model, "dimensions": dimensions, "api_key": key}
-    return {**options, "base_url": base_url} if base_url else options
+    return database.embedder_options(api_key=key)
 
 
 def _progress_logger():

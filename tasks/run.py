@@ -39,8 +39,8 @@ from firechunk.schemas.changes import ChangeSet
 from firechunk.schemas.publish import PublishResult
 from firechunk.schemas.report import ChunkReport
 from firechunk.schemas.validation import ValidationOutcome
+from firechunk.settings import RunSettings
 from firechunk.tasks.artifacts import report_pages
-from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
 
 CHANGES_KEY = "rebuild-changes"
 
@@ -56,28 +56,16 @@ class RunNotPublished(RuntimeError):
 
 
 @task(name="start-run", cache_policy=NO_CACHE)
-def start(
-    data_dir: Path,
-    run_id: str | None,
-    full: bool,
-    allow_shrink: bool = False,
-    allow_partial: bool = False,
-    max_failed_pages: float = DEFAULT_MAX_FAILED_PAGES,
-) -> RunStart:
-    started = start_run(
-        data_dir,
-        run_id,
-        full=full,
-        allow_shrink=allow_shrink,
-        allow_partial=allow_partial,
-        max_failed_pages=max_failed_pages,
-    )
+def start(data_dir: Path, run_id: str | None, settings: RunSettings) -> RunStart:
+    started = start_run(data_dir, run_id, settings)
     get_run_logger().info(
         "run %s in %s; baseline: %s%s",
         started.run_id,
         started.run_dir,
         f"run {started.baseline_id}" if started.baseline_id else "none (no good run yet)",
-        " (full rebuild: its outcomes are not reused)" if full and started.baseline_id else "",
+        " (full rebuild: its outcomes are not reused)"
+        if settings.full and started.baseline_id
+        else "",
     )
     if started.baseline_damaged:
         get_run_logger().warning(

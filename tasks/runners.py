@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing import forkserver, resource_tracker
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner
@@ -33,26 +33,20 @@ from firechunk.run.executors import (
     kill_workers,
 )
 from firechunk.run.stages import DEFAULT_WORKERS
-from firechunk.tokens import DEFAULT_ENCODING, get_encoding
+from firechunk.settings import RunSettings
+from firechunk.tokens import get_encoding
 
-TaskRunnerKind = Literal["process", "dask"]
 
-
-def make_task_runner(
-    kind: TaskRunnerKind = "process",
-    workers: int | None = None,
-    dask_address: str | None = None,
-    encoding: str = DEFAULT_ENCODING,
-) -> TaskRunner:
-    """`workers` processes (None: `DEFAULT_WORKERS`) on this machine, or a Dask cluster.
+def make_task_runner(settings: RunSettings) -> TaskRunner:
+    """The settings' `workers` processes (None: `DEFAULT_WORKERS`) on this machine, or a
+    Dask cluster (`task_runner`).
 
     For Dask: the scheduler at `dask_address` when given (its workers are whatever that
     cluster has), else a local cluster of `workers` single-threaded worker processes that
     lives as long as the chunking step.
     """
-    workers = DEFAULT_WORKERS if workers is None else workers
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+    kind, dask_address, encoding = settings.task_runner, settings.dask_address, settings.encoding
+    workers = DEFAULT_WORKERS if settings.workers is None else settings.workers
     if kind == "process":
         # Each worker loads the tokenizer once as it starts, not in its first batch.
         return PreloadedProcessPoolTaskRunner(

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from firechunk.crawl import CrawlSettings, RetryPolicy
+from firechunk.crawl import ClientOptions, RetryPolicy
 from firechunk.schemas.job import CrawlJobState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def page_size_for(pages: list[dict[str, Any]]) -> int:
     return max(1, len(pages) // 3)
 
 
-def fast_settings(api_url: str, version: str = "v2", **changes: Any) -> CrawlSettings:
+def fast_settings(api_url: str, version: str = "v2", **changes: Any) -> ClientOptions:
     values: dict[str, Any] = dict(
         api_version=version,
         api_url=api_url,
@@ -72,7 +72,7 @@ def fast_settings(api_url: str, version: str = "v2", **changes: Any) -> CrawlSet
         retry=FAST_RETRY,
     )
     values.update(changes)
-    return CrawlSettings(**values)
+    return ClientOptions(**values)
 
 
 def cli_command(*args: str) -> list[str]:

@@ -62,14 +62,19 @@ def test_a_narrow_terminal_wraps_sentences_whole():
 
 
 def test_every_rebuild_flow_parameter_is_an_option_of_the_command():
-    """What the nightly deployment can set, `firechunk rebuild` can set too (the Secret
-    blocks' names aside: the command reads the environment)."""
+    """What the nightly deployment can set, `firechunk rebuild` can set too: each plain
+    flow parameter, and each field of each settings section it takes."""
     import inspect
 
-    from firechunk.commands import rebuild as command
+    from pydantic import BaseModel
+
     from firechunk.flows.rebuild import rebuild as flow
 
-    passed = set(re.findall(r'^\s+"(\w+)": ', inspect.getsource(command.rebuild), re.M))
-    flow_parameters = set(inspect.signature(flow.fn).parameters) - {"db_secret_block"}
-    assert flow_parameters - passed == set()
-    assert passed - flow_parameters == set()
+    command = typer.main.get_command(app).commands["rebuild"]
+    options = {parameter.name for parameter in command.params}
+    expected = set()
+    for name, parameter in inspect.signature(flow.fn).parameters.items():
+        default = parameter.default
+        expected |= set(type(default).model_fields) if isinstance(default, BaseModel) else {name}
+    assert expected - options == set()
+    assert options - expected == set()

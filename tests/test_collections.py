@@ -24,6 +24,7 @@ from firechunk.db.runs import MAX_FIELD_CHARS, published_run
 from firechunk.db.schema import _MIGRATIONS
 from firechunk.db.search import loaded_collections, search
 from firechunk.run.stages import run_here, start_run
+from firechunk.settings import RunSettings
 from tests.test_database import Counting, crawl_variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +32,7 @@ GUIDES = "https://docs.example.com/docs/guides/"
 
 
 def publish(data_dir: Path, tmp: Path, run_id: str, edit=None, allow_shrink=False) -> Path:
-    start = start_run(data_dir, run_id, allow_shrink=allow_shrink)
+    start = start_run(data_dir, run_id, RunSettings(allow_shrink=allow_shrink))
     _, outcome, published = run_here(start, crawl_variant(tmp, f"{data_dir.name}-{run_id}", edit))
     assert outcome.success and published.published, run_id
     return data_dir

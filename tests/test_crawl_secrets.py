@@ -23,6 +23,7 @@ from firechunk.crawl import CrawlError, run_crawl
 from firechunk.crawl.errors import JobNotFoundError, PollTimeoutError, StartOutcomeUnknownError
 from firechunk.flows.crawl import crawl as crawl_flow
 from firechunk.schemas.job import CrawlTarget
+from firechunk.settings import CrawlSettings
 from firechunk.tasks.crawl import API_KEY_ENV
 from tests.crawl_fixtures import (
     CANARY_KEY,
@@ -224,10 +225,10 @@ def test_the_crawl_flow_never_shows_an_echoed_key(prefect_api, tmp_path, monkeyp
     with FakeFirecrawl(pages, api_key=CANARY_KEY, page_size=page_size_for(pages)) as server:
         server.add_faults(kind, fault)
         state = crawl_flow(
-            site_url=URL,
-            api_url=server.base_url,
+            crawl=CrawlSettings(
+                site_url=URL, api_url=server.base_url, secret_block="firechunk-echo-key"
+            ),
             data_dir=data_dir,
-            secret_block="firechunk-echo-key",
             poll_interval=0.01,
             return_state=True,
         )

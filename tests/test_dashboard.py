@@ -31,6 +31,7 @@ from firechunk.run.sizes import size_histogram, token_counts
 from firechunk.schemas.changes import PageChange
 from firechunk.schemas.publish import RunStatus
 from firechunk.schemas.report import QuarantineRecord
+from firechunk.settings import CrawlSettings, DatabaseSettings, RunSettings
 from firechunk.tasks.artifacts import (
     MAX_ROWS,
     TREND_RUNS,
@@ -150,8 +151,8 @@ def nights(prefect_api, tmp_path_factory) -> dict[str, Any]:
             if run_id == "night-3":
                 (data_dir / "runs" / "killed").mkdir()  # no run.json, no status: killed early
             states[run_id] = rebuild(
-                replay=crawl, data_dir=data_dir, run_id=run_id, workers=1, load=load,
-                return_state=True,
+                replay=crawl, data_dir=data_dir, run_id=run_id, run=RunSettings(workers=1),
+                database=DatabaseSettings(load=load), return_state=True,
             )  # fmt: skip
     return {"data_dir": data_dir, "states": states}
 
@@ -545,8 +546,9 @@ def test_a_database_that_cannot_be_reached_does_not_fail_the_night(
 ):
     monkeypatch.setenv("FIRECHUNK_DB_URL", "postgresql://nobody:secret-pw@127.0.0.1:1/x")
     state = rebuild(
-        replay=SAMPLE_CRAWL, data_dir=tmp_path / "data", workers=1, run_id="n", return_state=True
-    )
+        replay=SAMPLE_CRAWL, data_dir=tmp_path / "data", run=RunSettings(workers=1), run_id="n",
+        return_state=True,
+    )  # fmt: skip
     assert state.is_completed(), state.message
     said = database_of(state)
     assert said.startswith("# The database cannot be read\n")
@@ -648,13 +650,16 @@ def test_a_database_is_read_without_creating_or_starting_one(tmp_path):
 
 def test_a_run_is_named_for_the_site_its_pages_come_from(tmp_path):
     sections = ["docs/guides/.*", "docs/reference/javascript/.*", "^/docs/reference/cli/?$"]
-    nightly = {"site_url": "https://supabase.com/docs", "include_paths": sections}
+    nightly = {"crawl": {"site_url": "https://supabase.com/docs", "include_paths": sections}}
     assert (
         what_is_built(nightly) == "supabase.com/docs (guides, reference/javascript, reference/cli)"
     )
-    assert what_is_built({"site_url": "https://supabase.com/docs"}) == "supabase.com/docs"
-    many = {**nightly, "include_paths": [f"docs/s{i}/.*" for i in range(6)]}
+    assert what_is_built({"crawl": CrawlSettings(site_url="https://supabase.com/docs")}) == (
+        "supabase.com/docs"
+    )
+    assert what_is_built({}) == "supabase.com/docs"  # the default site
+    many = {"crawl": {**nightly["crawl"], "include_paths": [f"docs/s{i}/.*" for i in range(6)]}}
     assert what_is_built(many) == "supabase.com/docs (s0, s1, s2, s3, +2 more)"
-    replay = {"site_url": "https://supabase.com/docs", "replay": str(SAMPLE_CRAWL)}
+    replay = {"crawl": nightly["crawl"], "replay": str(SAMPLE_CRAWL)}
     assert what_is_built(replay) == "docs.example.com/docs replay of crawl.json"
     assert what_is_built({"crawl_file": str(tmp_path / "gone.json")}) == "gone.json"

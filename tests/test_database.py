@@ -29,6 +29,7 @@ from firechunk.db.runs import RunNotLoadable, published_run
 from firechunk.db.search import search
 from firechunk.run.stages import run_here, start_run
 from firechunk.schemas.publish import RunStatus
+from firechunk.settings import DatabaseSettings, RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "crawl.json"
@@ -322,8 +323,9 @@ def test_the_rebuild_flow_loads_with_the_url_from_a_secret_block_and_never_shows
     Secret(value=url).save("firechunk-db-url-test", overwrite=True)
     data_dir = tmp_path / "data"
     state = rebuild(
-        replay=SAMPLE_CRAWL, data_dir=data_dir, workers=1, run_id="night-1", load=True,
-        db_secret_block="firechunk-db-url-test", return_state=True,
+        replay=SAMPLE_CRAWL, data_dir=data_dir, run=RunSettings(workers=1), run_id="night-1",
+        database=DatabaseSettings(load=True, db_secret_block="firechunk-db-url-test"),
+        return_state=True,
     )  # fmt: skip
     assert state.is_completed(), state.message
     expected = run_texts(data_dir, "night-1")

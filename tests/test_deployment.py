@@ -96,7 +96,9 @@ def test_manual_rebuild_deployment_runs_on_a_process_worker(tmp_path):
     [schedule] = nightly.schedules
     assert schedule.active
     assert schedule.schedule.cron == "0 3 * * *" and schedule.schedule.timezone == "UTC"
-    assert nightly.parameters["site_url"] == "https://supabase.com/docs"
+    assert nightly.parameters["crawl"]["site_url"] == "https://supabase.com/docs"
+    assert nightly.parameters["crawl"]["limit"] == 5000 and nightly.parameters["database"]["load"]
+    assert manual.parameters["crawl"]["limit"] == 500
     assert nightly.work_pool_name == manual.work_pool_name == POOL
     assert manual.schedules == []
     assert manual.pull_steps == [

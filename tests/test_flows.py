@@ -40,6 +40,7 @@ from firechunk.flows.validate_publish import validate_publish
 from firechunk.run.memory import chunk_crawl
 from firechunk.run.stages import run_here, start_run
 from firechunk.schemas.page import CrawlResult
+from firechunk.settings import CrawlSettings, RunSettings
 from firechunk.tasks.crawl import API_KEY_ENV, _worth_retrying, crawl_site
 from firechunk.tasks.run import RunNotPublished
 from firechunk.tasks.runners import WORKER_PRELOAD, api_shared_with_workers, make_task_runner
@@ -114,7 +115,11 @@ def test_rebuild_replays_the_sample_publishes_and_fills_the_dashboard(
 ):
     data_dir = tmp_path / "data"
     state = rebuild(
-        replay=SAMPLE_CRAWL, data_dir=data_dir, workers=2, run_id="night-1", return_state=True
+        replay=SAMPLE_CRAWL,
+        data_dir=data_dir,
+        run=RunSettings(workers=2),
+        run_id="night-1",
+        return_state=True,
     )
 
     assert state.is_completed(), state.message
@@ -276,9 +281,7 @@ def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(
         run_dir = chunk_flow(
             crawl_file=SAMPLE_CRAWL,
             data_dir=tmp_path / "data",
-            task_runner="dask",
-            dask_address=cluster.scheduler_address,
-            workers=2,
+            run=RunSettings(task_runner="dask", dask_address=cluster.scheduler_address, workers=2),
         )
         workers = set(cluster.scheduler.workers)
     assert chunk_ids(run_dir / "chunks.json") == sample_ids
@@ -322,14 +325,16 @@ def test_rebuild_crawls_with_the_given_paths_then_chunks_and_publishes(
     data_dir = tmp_path / "data"
     with FakeFirecrawl(pages, api_key=CANARY_KEY, scraping_polls=0) as server:
         result = rebuild(
-            site_url="https://docs.example.com/docs",
-            include_paths=["/docs/guides/"],
-            exclude_paths=["retries"],
-            limit=50,
-            api_url=server.base_url,
+            crawl=CrawlSettings(
+                site_url="https://docs.example.com/docs",
+                include_paths=["/docs/guides/"],
+                exclude_paths=["retries"],
+                limit=50,
+                api_url=server.base_url,
+                secret_block="no-such-block",
+            ),
             data_dir=data_dir,
-            secret_block="no-such-block",
-            workers=1,
+            run=RunSettings(workers=1),
         )
         [body] = server.start_bodies
 
@@ -355,10 +360,12 @@ def test_crawl_flow_takes_the_key_from_a_secret_block_and_never_shows_it(
     data_dir = tmp_path / "data"
     with FakeFirecrawl(pages, api_key=CANARY_KEY, page_size=page_size_for(pages)) as server:
         state = crawl_flow(
-            site_url="https://docs.example.com/",
-            api_url=server.base_url,
+            crawl=CrawlSettings(
+                site_url="https://docs.example.com/",
+                api_url=server.base_url,
+                secret_block="firechunk-test-key",
+            ),
             data_dir=data_dir,
-            secret_block="firechunk-test-key",
             poll_interval=0.01,
             return_state=True,
         )
@@ -381,20 +388,24 @@ def test_crawl_flow_falls_back_to_the_environment_then_fails_fast_without_a_key(
     monkeypatch.setenv(API_KEY_ENV, CANARY_KEY)
     with FakeFirecrawl(pages, api_key=CANARY_KEY, page_size=page_size_for(pages)) as server:
         crawl_file = crawl_flow(
-            site_url="https://docs.example.com/",
-            api_url=server.base_url,
+            crawl=CrawlSettings(
+                site_url="https://docs.example.com/",
+                api_url=server.base_url,
+                secret_block="no-such-block",
+            ),
             data_dir=tmp_path / "env",
-            secret_block="no-such-block",
             poll_interval=0.01,
         )
     assert len(read_crawl(crawl_file).data) == len(pages)
 
     monkeypatch.delenv(API_KEY_ENV)
     state = crawl_flow(
-        site_url="https://docs.example.com/",
-        api_url="http://127.0.0.1:9",  # never reached: there is no key to send
+        crawl=CrawlSettings(
+            site_url="https://docs.example.com/",
+            api_url="http://127.0.0.1:9",  # never reached: there is no key to send
+            secret_block="no-such-block",
+        ),
         data_dir=tmp_path / "nokey",
-        secret_block="no-such-block",
         return_state=True,
     )
     assert state.is_failed()
@@ -437,7 +448,7 @@ def worker_parent() -> tuple[int, str]:
 
 @prefect.flow
 def where_workers_start() -> tuple[int, tuple[int, str]]:
-    with api_shared_with_workers(), make_task_runner("process", workers=1) as runner:
+    with api_shared_with_workers(), make_task_runner(RunSettings(workers=1)) as runner:
         return os.getpid(), runner.submit(worker_parent, {}).result()
 
 

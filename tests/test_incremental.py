@@ -44,6 +44,7 @@ from firechunk.run.stages import (
 from firechunk.schemas.changes import ChangeSet
 from firechunk.schemas.page import CrawlResult
 from firechunk.schemas.publish import PublishResult
+from firechunk.settings import RunSettings
 from tests.corpus import CORPUS_FILES, needs_corpus
 from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of, task_runs_of
 
@@ -67,7 +68,9 @@ def rebuild_here(
     crawl: CrawlResult, data_dir: Path, run_id: str, *, full: bool = False
 ) -> tuple[PublishResult, ChangeSet]:
     """Every stage, in this process, as `firechunk chunk` runs them."""
-    written, _, result = run_here(start_run(data_dir, run_id, full=full), crawl_file(crawl))
+    written, _, result = run_here(
+        start_run(data_dir, run_id, RunSettings(full=full)), crawl_file(crawl)
+    )
     return result, written.changes
 
 
@@ -289,8 +292,8 @@ def test_full_rebuild_chunks_every_page_again_relative_to_the_last_good_run(data
 
 @pytest.mark.parametrize(("options", "reused"), [(ChunkerOptions(), 11), (SMALLER, 0)])
 def test_only_outcomes_made_with_the_same_options_are_reused(data_dir, options, reused):
-    start = start_run(data_dir, "night-2")
-    chunked = chunk_stage(start, crawl_file(sample()), in_process, workers=1, options=options)
+    start = start_run(data_dir, "night-2", RunSettings(workers=1))
+    chunked = chunk_stage(start, crawl_file(sample()), in_process, options=options)
     assert (chunked.pages_reused, chunked.pages_chunked) == (reused, 11 - reused)
 
 
@@ -325,11 +328,11 @@ def test_a_run_overtaken_by_another_publish_is_kept_superseded_not_published(dat
     # A manual rebuild starts while the nightly runs; the nightly publishes first. The
     # manual run's changes.json is relative to night-1, which the database no longer
     # holds: publishing it would leave the database wrong. It is kept, not published.
-    manual = start_run(data_dir, "manual")
+    manual = start_run(data_dir, "manual", RunSettings(workers=1))
     nightly, _ = rebuild_here(edited(sample(), ARCHITECTURE, "a", "A"), data_dir, "nightly")
     assert nightly.published
 
-    chunk_stage(manual, crawl_file(sample()), in_process, workers=1)
+    chunk_stage(manual, crawl_file(sample()), in_process)
     changes = write_stage(manual).changes
     result = publish_stage(manual, validate_stage(manual))
 
@@ -432,11 +435,17 @@ def test_rebuild_flow_and_cli_reuse_pages_and_full_chunks_them_again(prefect_api
     from tests.prefect_helpers import logs_of
 
     data_dir = tmp_path / "data"
-    first = rebuild(replay=SAMPLE_CRAWL, data_dir=data_dir, workers=2, run_id="n1")
+    first = rebuild(replay=SAMPLE_CRAWL, data_dir=data_dir, run=RunSettings(workers=2), run_id="n1")
     changed = tmp_path / "changed.json"
     crawl = edited(without(sample(), SCHEMA_PAGE), ARCHITECTURE, "None of it", "None of this")
     changed.write_text(json.dumps(crawl.to_firecrawl_json()), encoding="utf-8")
-    state = rebuild(replay=changed, data_dir=data_dir, workers=2, run_id="n2", return_state=True)
+    state = rebuild(
+        replay=changed,
+        data_dir=data_dir,
+        run=RunSettings(workers=2),
+        run_id="n2",
+        return_state=True,
+    )
     cli = CliRunner().invoke(
         app,
         ["rebuild", "--replay", str(changed), "--data-dir", str(data_dir)]
@@ -511,7 +520,7 @@ def test_the_shrink_guard_keeps_a_run_that_drops_a_fifth_of_the_pages_unpublishe
     assert re.search(r"drops \d+ of its 13 pages \(\d+%\)", status["error"])
     assert os.readlink(data_dir / "latest") == "runs/night-1"
 
-    allowed = start_run(data_dir, "night-3", allow_shrink=True)
+    allowed = start_run(data_dir, "night-3", RunSettings(allow_shrink=True))
     _, _, published = run_here(allowed, crawl_file(crawl))
     assert published.published
 
@@ -593,8 +602,8 @@ def test_full_never_reads_a_damaged_baseline_cache(data_dir):
 
 
 def test_a_run_whose_baseline_was_pruned_meanwhile_is_superseded_not_failed(data_dir):
-    late = start_run(data_dir, "late")  # its baseline: night-1
-    chunk_stage(late, crawl_file(sample()), in_process, workers=1)
+    late = start_run(data_dir, "late", RunSettings(workers=1))  # its baseline: night-1
+    chunk_stage(late, crawl_file(sample()), in_process)
     # Meanwhile another run is published and prunes night-1.
     shutil.copytree(data_dir / "runs" / "night-1", data_dir / "runs" / "nightly")
     status_file = data_dir / "runs" / "nightly" / "status.json"

@@ -28,6 +28,7 @@ from firechunk.activity import take_stopped
 from firechunk.publish import mark_interrupted, read_status, switch_latest, write_status
 from firechunk.run.stages import chunk_stage, start_out_run, start_run
 from firechunk.schemas.publish import RunStatus
+from firechunk.settings import RunSettings
 from tests.prefect_helpers import ROOT, SAMPLE_CRAWL, prefect_env
 from tests.test_embedded_postgres import processes_naming
 from tests.test_leftovers import (
@@ -261,9 +262,9 @@ def test_a_stage_an_interrupt_stops_marks_its_run_and_says_what_it_was_doing(tmp
         raise KeyboardInterrupt
         yield  # a generator, as the executors are
 
-    start = start_run(tmp_path / "data")
+    start = start_run(tmp_path / "data", settings=RunSettings(workers=2))
     with pytest.raises(KeyboardInterrupt):
-        chunk_stage(start, SAMPLE_CRAWL, interrupted, workers=2)
+        chunk_stage(start, SAMPLE_CRAWL, interrupted)
     status = read_status(start.run_dir)
     assert status is not None and status.status == "interrupted", status
     assert status.error == "interrupted while chunking"
@@ -278,9 +279,9 @@ def test_an_error_still_marks_the_run_failed(tmp_path):
         raise ValueError("a bug")
         yield
 
-    start = start_run(tmp_path / "data")
+    start = start_run(tmp_path / "data", settings=RunSettings(workers=2))
     with pytest.raises(ValueError):
-        chunk_stage(start, SAMPLE_CRAWL, failing, workers=2)
+        chunk_stage(start, SAMPLE_CRAWL, failing)
     assert read_status(start.run_dir).status == "failed"
     assert take_stopped() is None
 

@@ -198,7 +198,8 @@ def fail_a_rebuild(server: Server, data_dir: Path):
     run in a process of its own against the server, as `firechunk rebuild` would."""
     script = (
         "from firechunk.flows.rebuild import rebuild; "
-        f"rebuild(replay={str(SAMPLE_CRAWL)!r}, data_dir={str(data_dir)!r}, keep_runs=-1)"
+        f"rebuild(replay={str(SAMPLE_CRAWL)!r}, data_dir={str(data_dir)!r}, "
+        "run={'keep_runs': -1})"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, env=server.env, capture_output=True, timeout=120
@@ -224,7 +225,11 @@ def next_notification(received: queue.Queue, run_name: str) -> dict:
 
 
 def test_second_nightly_run_waits_for_the_first(server, tmp_path):
-    parameters = {"replay": str(SAMPLE_CRAWL), "data_dir": str(tmp_path / "data"), "load": False}
+    parameters = {
+        "replay": str(SAMPLE_CRAWL),
+        "data_dir": str(tmp_path / "data"),
+        "database": {"load": False},
+    }
     with get_client(sync_client=True) as client:
         nightly = client.read_deployment_by_name("rebuild/supabase-nightly")
         manual = client.read_deployment_by_name("rebuild/manual-rebuild")
@@ -256,8 +261,8 @@ def test_second_nightly_run_waits_for_the_first(server, tmp_path):
     for deployment in (nightly, manual):
         assert deployment.global_concurrency_limit.limit == 1
         assert deployment.concurrency_options.collision_strategy == "ENQUEUE"
-    assert manual.parameters["limit"] == 500
-    assert nightly.parameters["limit"] == 5000
+    assert manual.parameters["crawl"]["limit"] == 500
+    assert nightly.parameters["crawl"]["limit"] == 5000
     form = nightly.parameter_openapi_schema["properties"]
     assert all(field.get("description") for field in form.values())
 

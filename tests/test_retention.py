@@ -22,6 +22,7 @@ from firechunk.publish import RUNS_DIR, switch_latest, write_status
 from firechunk.retention import prune_raw_crawls, prune_runs
 from firechunk.schemas.job import CrawlJobState, CrawlTarget
 from firechunk.schemas.publish import RunStatus
+from firechunk.settings import RunSettings
 from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of
 
 
@@ -213,7 +214,11 @@ def test_a_rebuild_removes_old_runs_once_it_is_published(prefect_api, tmp_path):
         result = CliRunner().invoke(app, [*args, "--run-id", f"n{night}", "--keep-runs", "2"])
         assert result.exit_code == 0, result.output
     state = rebuild(
-        replay=SAMPLE_CRAWL, data_dir=data_dir, run_id="n3", keep_runs=2, return_state=True
+        replay=SAMPLE_CRAWL,
+        data_dir=data_dir,
+        run_id="n3",
+        run=RunSettings(keep_runs=2),
+        return_state=True,
     )
 
     assert state.is_completed()

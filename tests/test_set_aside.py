@@ -26,6 +26,7 @@ from firechunk.run.stages import (
     write_stage,
 )
 from firechunk.run.write import CHUNKS_JSON, REPORT_JSON, read_quarantine
+from firechunk.settings import RunSettings
 from firechunk.validate.suites import SUITES_DIR
 from tests.chunk_helpers import sentences
 
@@ -67,8 +68,8 @@ def strict_suites(tmp_path) -> Path:
 
 
 def night(data_dir: Path, crawl: Path, suites: Path, run_id: str, **options) -> tuple:
-    start = start_run(data_dir, run_id, **options)
-    chunk_stage(start, crawl, in_process, workers=1)
+    start = start_run(data_dir, run_id, RunSettings(workers=1, **options))
+    chunk_stage(start, crawl, in_process)
     write_stage(start)
     outcome = validate_stage(start, suites)
     return start, outcome, publish_stage(start, outcome)
@@ -176,5 +177,5 @@ def test_a_run_level_failure_is_never_set_aside(tmp_path, strict_suites):
 
 
 def test_max_failed_pages_is_a_share():
-    with pytest.raises(ValueError, match="between 0 and 1"):
-        start_run(Path("/nonexistent"), "x", max_failed_pages=5)
+    with pytest.raises(ValueError, match="less than or equal to 1"):
+        RunSettings(max_failed_pages=5)

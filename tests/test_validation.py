@@ -7,7 +7,6 @@ import shutil
 
 import pytest
 
-from firechunk.chunker.split import Limits
 from firechunk.schemas.report import DuplicateChunk
 from firechunk.tokens import TokenCounter
 from firechunk.validate.suites import SUITES_DIR, SuiteFileError, load_suite_files, validate_run
@@ -59,7 +58,7 @@ def test_the_suite_files_on_disk_are_what_runs(clean_validation, tmp_path):
     shutil.copytree(SUITES_DIR, suites_dir)
     chunks_suite = json.loads((suites_dir / "chunks.json").read_text())
     limit = _by_name(chunks_suite, "token_count_within_limit")
-    assert limit["kwargs"]["max_value"] == Limits.hard  # the file and the chunker agree
+    assert limit["kwargs"]["max_value"] == {"$setting": "hard_tokens"}  # the run's own limit
     limit["kwargs"]["max_value"] = 500
     (suites_dir / "chunks.json").write_text(json.dumps(chunks_suite))
 

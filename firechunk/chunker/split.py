@@ -15,13 +15,16 @@ from firechunk.chunker.blocks import CODE, HEADING, Block, parse_blocks
 from firechunk.chunker.pieces import Budget, Piece, fill_text, split_counted
 from firechunk.chunker.sections import HeadingPath, Section
 from firechunk.chunker.sizer import Sizer
+from firechunk.settings import RunSettings
+
+_DEFAULT = RunSettings()  # the token limits' defaults are the run settings'
 
 
 @dataclass(frozen=True)
 class Limits:
-    soft: int = 800
-    hard: int = 1000
-    min_tokens: int = 100  # fragments below this merge with a neighbour (pass 3)
+    soft: int = _DEFAULT.soft_tokens
+    hard: int = _DEFAULT.hard_tokens
+    min_tokens: int = _DEFAULT.min_tokens  # fragments below this merge with a neighbour (pass 3)
     overlap: int = 100  # at most this many tokens of overlap text
 
 

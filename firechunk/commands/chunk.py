@@ -12,8 +12,9 @@ import typer
 
 from firechunk.commands.checks import check_data_dir, check_writable_dir
 from firechunk.commands.exits import CommandError, ExitCode
-from firechunk.commands.options import DEFAULT_MAX_FAILED_PAGES, MaxFailedPages, Workers
-from firechunk.tokens import DEFAULT_ENCODING
+from firechunk.commands.options import DataDir, RunId
+from firechunk.commands.settings_options import Without, with_settings
+from firechunk.settings import RunSettings
 from firechunk.words import counted, pages_phrase
 
 if TYPE_CHECKING:
@@ -26,18 +27,12 @@ if TYPE_CHECKING:
 CHUNK_STAGES = "chunk + write + validate + publish"
 
 
+@with_settings
 def chunk(
     crawl_file: Annotated[
         Path, typer.Argument(help="Crawl result JSON (Firecrawl's crawl shape).")
     ],
-    data_dir: Annotated[
-        Path,
-        typer.Option(
-            envvar="FIRECHUNK_DATA_DIR",
-            metavar="DIR",
-            help="Data root: runs go to runs/<run-id>/, the published one is latest.",
-        ),
-    ] = Path("data"),
+    data_dir: DataDir = Path("data"),
     out: Annotated[
         Path | None,
         typer.Option(
@@ -46,25 +41,10 @@ def chunk(
             "published, nothing reused.",
         ),
     ] = None,
-    workers: Workers = None,
-    full: Annotated[
-        bool, typer.Option("--full", help="Chunk every page again, reusing nothing.")
-    ] = False,
-    encoding: Annotated[
-        str, typer.Option(metavar="NAME", help="tiktoken encoding that counts tokens.")
-    ] = (DEFAULT_ENCODING),
-    allow_shrink: Annotated[
-        bool,
-        typer.Option(
-            "--allow-shrink",
-            help="Publish even if the run drops over 20 % of the last good run's pages or chunks.",
-        ),
-    ] = False,
-    allow_partial: Annotated[
-        bool,
-        typer.Option("--allow-partial", help="Chunk a crawl whose status is not 'completed'."),
-    ] = False,
-    max_failed_pages: MaxFailedPages = DEFAULT_MAX_FAILED_PAGES,
+    run_id: RunId = None,
+    run: Annotated[RunSettings, Without("task_runner", "dask_address", "keep_runs")] = (
+        RunSettings()
+    ),
 ) -> None:
     """Chunk every page of CRAWL_FILE, validate the chunks, and publish them as data/latest.
 
@@ -81,33 +61,19 @@ def chunk(
     from firechunk.run.stages import DEFAULT_WORKERS, run_here, start_out_run, start_run
 
     # A bad file, or a place the run cannot be written, is refused before a run starts.
-    pages = len(read_crawl(crawl_file, allow_partial=allow_partial).data)
+    pages = len(read_crawl(crawl_file, allow_partial=run.allow_partial).data)
     if out is None:
         check_data_dir(data_dir)
     else:
         check_writable_dir(out, "--out directory", "choose another --out")
     started = time.perf_counter()
     try:
-        if out is None:
-            start = start_run(
-                data_dir,
-                full=full,
-                encoding=encoding,
-                allow_shrink=allow_shrink,
-                allow_partial=allow_partial,
-                max_failed_pages=max_failed_pages,
-            )
-        else:
-            start = start_out_run(out, encoding=encoding, allow_partial=allow_partial)
+        start = start_run(data_dir, run_id, run) if out is None else start_out_run(out, run)
     except (FileExistsError, ValueError) as error:
         raise CommandError(str(error)) from None
     with _chunking_bar(pages) as progress:
         written, outcome, result = run_here(
-            start,
-            crawl_file,
-            process_pool(workers or DEFAULT_WORKERS),
-            workers=workers,
-            progress=progress,
+            start, crawl_file, process_pool(run.workers or DEFAULT_WORKERS), progress=progress
         )
     if out is None:  # a run of the data directory: `firechunk runs` shows its seconds
         record_seconds(start.run_dir, {CHUNK_STAGES: time.perf_counter() - started})

@@ -120,13 +120,13 @@ def crawl(
 
     The API key is read from FIRECRAWL_API_KEY; a complete crawl replays with no key.
     """
-    from firechunk.crawl import CrawlSettings, RetryPolicy, run_crawl
+    from firechunk.crawl import ClientOptions, RetryPolicy, run_crawl
     from firechunk.schemas.job import CrawlTarget
 
     check_url(url, "site URL")
     check_url(api_url, "Firecrawl API URL")
     check_data_dir(data_dir)
-    settings = CrawlSettings(
+    settings = ClientOptions(
         api_version=api,
         api_url=api_url,
         poll_interval=poll_interval,

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from firechunk.commands.exits import CommandError
-from firechunk.commands.options import BaseUrl, Dimensions, EmbedderName, Model
+from firechunk.commands.options import DataDir
+from firechunk.commands.settings_options import Without, with_settings
+from firechunk.settings import DatabaseSettings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -25,14 +27,6 @@ if TYPE_CHECKING:
 DEFAULT_DATA_DIR = Path("data")
 DEMO_DATA_DIR = Path("data/demo")  # where `make demo` loads the sample crawl
 
-DataDir = Annotated[
-    Path,
-    typer.Option(
-        envvar="FIRECHUNK_DATA_DIR",
-        metavar="DIR",
-        help="Data root: the published runs (latest, runs/) and the embedded database (postgres/).",
-    ),
-]
 DbUrl = Annotated[
     str | None,
     typer.Option(
@@ -40,15 +34,6 @@ DbUrl = Annotated[
         metavar="URL",
         help="Postgres URL, with pgvector (default: FIRECHUNK_DB_URL, else a Postgres "
         "firechunk runs itself under DATA_DIR/postgres).",
-        show_default=False,
-    ),
-]
-Collection = Annotated[
-    str | None,
-    typer.Option(
-        metavar="NAME",
-        help="The collection (doc set) the rows go under (default: the one the run names, "
-        "its host and path; `firechunk runs` shows it).",
         show_default=False,
     ),
 ]
@@ -64,6 +49,11 @@ SearchedCollection = Annotated[
 ]
 
 
+# What the load and search commands take of the database settings.
+_EMBEDDER = ("load", "db_secret_block")
+
+
+@with_settings
 def load(
     data_dir: DataDir = Path("data"),
     db: DbUrl = None,
@@ -71,11 +61,7 @@ def load(
         str,
         typer.Option(metavar="RUN", help="'latest' or the id of a run that passed validation."),
     ] = "latest",
-    collection: Collection = None,
-    embedder: EmbedderName = "local",
-    model: Model = None,
-    dimensions: Dimensions = None,
-    base_url: BaseUrl = None,
+    database: Annotated[DatabaseSettings, Without(*_EMBEDDER)] = DatabaseSettings(),
     allow_shrink: Annotated[
         bool,
         typer.Option(
@@ -102,8 +88,8 @@ def load(
     from firechunk.db.load import load_run
     from firechunk.db.runs import published_run
 
-    chosen = published_run(data_dir, run, collection)
-    built = _embedder(embedder, model, dimensions, base_url)
+    chosen = published_run(data_dir, run, database.collection)
+    built = _embedder(database)
     with _connection(db, data_dir) as conn, _progress_bar() as progress:
         result = load_run(
             conn,
@@ -119,6 +105,7 @@ def load(
     _console().print(describe(result))
 
 
+@with_settings
 def search(
     question: Annotated[str, typer.Argument(help="What to look for, as you would ask it.")],
     data_dir: DataDir = Path("data"),
@@ -139,10 +126,7 @@ def search(
         ),
     ] = 0.0,
     collection: SearchedCollection = None,
-    embedder: EmbedderName = "local",
-    model: Model = None,
-    dimensions: Dimensions = None,
-    base_url: BaseUrl = None,
+    database: Annotated[DatabaseSettings, Without(*_EMBEDDER, "collection")] = DatabaseSettings(),
     as_json: Annotated[
         bool,
         typer.Option(
@@ -162,11 +146,10 @@ def search(
     from firechunk.embedders import make_embedder
 
     _check_text(question)
-    options = _embedder_options(embedder, model, dimensions, base_url)
     _check_loaded(db, data_dir)
     # The model loads while the database starts: each takes a few tenths of a second.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        building = pool.submit(make_embedder, embedder, **options)
+        building = pool.submit(make_embedder, database.embedder, **database.embedder_options())
         with _connection(db, data_dir, create=False) as conn:
             built = building.result()
             chosen = _loaded_collection(conn, collection, built, _nothing_loaded(db, data_dir))
@@ -239,26 +222,10 @@ def describe(result) -> str:
     )
 
 
-def _embedder(name: str, model: str | None, dimensions: int | None, base_url: str | None):
+def _embedder(database: DatabaseSettings):
     from firechunk.embedders import make_embedder
 
-    return make_embedder(name, **_embedder_options(name, model, dimensions, base_url))
-
-
-def _embedder_options(
-    name: str, model: str | None, dimensions: int | None, base_url: str | None
-) -> dict[str, object]:
-    """What `make_embedder(name, ...)` takes; a usage error is said before anything starts."""
-    if name == "local":
-        if model or dimensions or base_url:
-            raise typer.BadParameter("--model, --dimensions and --base-url need --embedder openai")
-        return {}
-    if not model:
-        raise typer.BadParameter("--embedder openai needs --model")
-    options: dict[str, object] = {"model": model, "dimensions": dimensions}
-    if base_url:
-        options["base_url"] = base_url
-    return options
+    return make_embedder(database.embedder, **database.embedder_options())
 
 
 def _loaded_collection(conn, collection: str | None, embedder, nothing_loaded: str) -> str:

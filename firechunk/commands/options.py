@@ -1,60 +1,26 @@
-"""Options that more than one sub-command takes, declared once."""
+"""Options that more than one sub-command takes and that are no setting of a run
+(`firechunk.settings`: those are built by `firechunk.commands.settings_options`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from firechunk.validate.set_aside import DEFAULT_MAX_FAILED_PAGES
-
-MaxFailedPages = Annotated[
-    float,
+DataDir = Annotated[
+    Path,
     typer.Option(
-        "--max-failed-pages",
-        min=0.0,
-        max=1.0,
-        metavar="SHARE",
-        help="The largest share of pages that may fail page-level expectations and be "
-        "set aside (quarantined, their last good chunks kept) while the run publishes.",
+        envvar="FIRECHUNK_DATA_DIR",
+        metavar="DIR",
+        help="Data root: crawls (raw/, jobs/), runs (runs/<run-id>/; latest is the published "
+        "one) and the embedded database (postgres/).",
     ),
 ]
-
-Workers = Annotated[
-    int | None,
-    typer.Option(
-        min=1,
-        metavar="N",
-        help="Processes that chunk pages in parallel (default: 2, or none for under "
-        "2 MB of pages left to chunk: this process is quicker than starting them).",
-    ),
-]
-
-EmbedderName = Annotated[
-    Literal["local", "openai"],
-    typer.Option(
-        "--embedder",
-        help="local: all-MiniLM-L6-v2 (int8 ONNX) on this machine; openai: an "
-        "OpenAI-compatible API (key from OPENAI_API_KEY).",
-    ),
-]
-Model = Annotated[
-    str | None, typer.Option(metavar="NAME", help="Model name for --embedder openai.")
-]
-Dimensions = Annotated[
-    int | None, typer.Option(min=1, metavar="N", help="Dimensions for --embedder openai.")
-]
-BaseUrl = Annotated[
+RunId = Annotated[
     str | None,
-    typer.Option(metavar="URL", help="API base URL for --embedder openai (default: OpenAI's)."),
-]
-
-__all__ = [
-    "DEFAULT_MAX_FAILED_PAGES",
-    "BaseUrl",
-    "Dimensions",
-    "EmbedderName",
-    "MaxFailedPages",
-    "Model",
-    "Workers",
+    typer.Option(
+        metavar="ID",
+        help="Name of the run directory, which must be new (default: the UTC time and a suffix).",
+    ),
 ]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from firechunk.crawl.errors import CrawlError
     from firechunk.crawl.retry import RetryPolicy
-    from firechunk.crawl.runner import CrawlOutcome, CrawlSettings, run_crawl
+    from firechunk.crawl.runner import ClientOptions, CrawlOutcome, run_crawl
 
 DEFAULT_API_URL = "https://api.firecrawl.dev"
 
@@ -24,7 +24,7 @@ _HOMES = {
     "CrawlError": "firechunk.crawl.errors",
     "RetryPolicy": "firechunk.crawl.retry",
     "CrawlOutcome": "firechunk.crawl.runner",
-    "CrawlSettings": "firechunk.crawl.runner",
+    "ClientOptions": "firechunk.crawl.runner",
     "run_crawl": "firechunk.crawl.runner",
 }
 
@@ -32,7 +32,7 @@ __all__ = [
     "DEFAULT_API_URL",
     "CrawlError",
     "CrawlOutcome",
-    "CrawlSettings",
+    "ClientOptions",
     "RetryPolicy",
     "run_crawl",
 ]

@@ -68,7 +68,7 @@ Report = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class CrawlSettings:
+class ClientOptions:
     """How to talk to Firecrawl. The defaults suit the real API; tests shrink the waits."""
 
     api_version: ApiVersion = "v2"
@@ -97,7 +97,7 @@ def run_crawl(
     *,
     api_key: str | None,
     data_dir: Path,
-    settings: CrawlSettings | None = None,
+    settings: ClientOptions | None = None,
     name: str | None = None,
     recrawl: bool = False,
     report: Report = log.info,
@@ -106,7 +106,7 @@ def run_crawl(
     crawl_name = check_safe_name(name or default_name(target), "crawl name")
     paths = CrawlPaths(Path(data_dir))
     with crawl_lock(paths.lock_file(crawl_name)):
-        run = _CrawlRun(crawl_name, target, settings or CrawlSettings(), paths, api_key, report)
+        run = _CrawlRun(crawl_name, target, settings or ClientOptions(), paths, api_key, report)
         return run.run(recrawl)
 
 
@@ -128,7 +128,7 @@ class _CrawlRun:
         self,
         name: str,
         target: CrawlTarget,
-        settings: CrawlSettings,
+        settings: ClientOptions,
         paths: CrawlPaths,
         api_key: str | None,
         report: Report,

@@ -10,7 +10,7 @@ collection so that every night of a data directory loads into the same one:
 - otherwise one derived from the run's pages: the host most of them are on, and the
   longest path prefix all of that host's pages share (`supabase.com/docs/guides/auth`).
 
-`firechunk load --collection` (flow parameter `collection`) names another.
+`firechunk load --collection` (flow parameter `database.collection`) names another.
 """
 
 from __future__ import annotations

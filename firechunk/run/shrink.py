@@ -6,7 +6,9 @@ pattern or a site outage does. Publishing such a run would delete those chunks f
 database that follows `latest`, so it is refused unless `allow_shrink`. Shrink is counted
 net: pages of the baseline this run no longer has, and the fall in the chunk count (edited
 pages replace their chunks, which is not shrink). A baseline of another site (a data
-directory first used for one doc site, then for another) is not shrunk by the new one.
+directory first used for one doc site, then for another) is not shrunk by the new one, and
+a run chunked to other token limits is compared by its pages only: bigger chunks are
+fewer chunks, not lost ones.
 """
 
 from __future__ import annotations
@@ -22,14 +24,17 @@ from firechunk.run.write import PAGES_PARQUET
 DEFAULT_MAX_SHRINK = 0.2
 
 
-def shrink_problem(run_dir: Path, baseline_dir: Path, max_shrink: float) -> str | None:
-    """Why the run at `run_dir` shrinks too much against `baseline_dir`, or None."""
+def shrink_problem(
+    run_dir: Path, baseline_dir: Path, max_shrink: float, *, count_chunks: bool = True
+) -> str | None:
+    """Why the run at `run_dir` shrinks too much against `baseline_dir`, or None.
+    `count_chunks`: whether the two runs' chunk counts compare (the same token limits)."""
     if not same_site(run_dir, baseline_dir):
         return None
     pages_before, chunks_before = _counts(baseline_dir)
     _, chunks_after = _counts(run_dir)
     removed_pages = len(read_changes(run_dir).pages_removed)
-    lost_chunks = max(0, chunks_before - chunks_after)
+    lost_chunks = max(0, chunks_before - chunks_after) if count_chunks else 0
     shares = {
         f"{removed_pages} of its {pages_before} pages": _share(removed_pages, pages_before),
         f"{lost_chunks} of its {chunks_before} chunks": _share(lost_chunks, chunks_before),
@@ -40,7 +45,7 @@ def shrink_problem(run_dir: Path, baseline_dir: Path, max_shrink: float) -> str 
     return (
         f"the run drops {' and '.join(over)} of the last good run, more than {max_shrink:.0%}: "
         "not published. If the site really shrank, rebuild with --allow-shrink "
-        "(flow parameter allow_shrink)."
+        "(flow parameter run.allow_shrink)."
     )
 
 

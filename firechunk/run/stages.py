@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from firechunk.activity import doing, stop_if_interrupted
 from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
+from firechunk.chunker.split import Limits
 from firechunk.crawlfile import read_crawl
 from firechunk.publish import (
     RUNS_DIR,
@@ -63,12 +64,8 @@ from firechunk.schemas.changes import ChangeSet
 from firechunk.schemas.publish import PublishResult, RunStatus
 from firechunk.schemas.report import ChunkReport
 from firechunk.schemas.validation import ValidationOutcome
-from firechunk.tokens import DEFAULT_ENCODING
-from firechunk.validate.set_aside import (
-    DEFAULT_MAX_FAILED_PAGES,
-    check_max_failed_pages,
-    pages_to_set_aside,
-)
+from firechunk.settings import RunSettings
+from firechunk.validate.set_aside import pages_to_set_aside
 from firechunk.validate.suites import SUITES_DIR, record_outcome, validate_tables
 from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
 
@@ -92,18 +89,13 @@ class RunStart(BaseModel, frozen=True):
     baseline_id: str | None = None
     baseline_dir: Path | None = None
     baseline_damaged: tuple[str, ...] = ()  # its files changed since it was published
-    full: bool = False
-    encoding: str = DEFAULT_ENCODING
-    allow_shrink: bool = False  # publish even if the run drops much of the baseline
-    allow_partial: bool = False  # chunk a crawl whose status is not "completed"
-    # The share of pages that may fail page-level expectations and be set aside.
-    max_failed_pages: float = DEFAULT_MAX_FAILED_PAGES
+    settings: RunSettings = RunSettings()
 
     @property
     def reuse_from(self) -> Path | None:
         """The baseline's page cache, unless a full rebuild was asked for or the baseline's
         files are not the ones published (`firechunk.run.baseline`)."""
-        if self.full or self.baseline_dir is None or self.baseline_damaged:
+        if self.settings.full or self.baseline_dir is None or self.baseline_damaged:
             return None
         return self.baseline_dir / STATE_FILE
 
@@ -131,17 +123,9 @@ class Written(BaseModel, frozen=True):
 
 
 def start_run(
-    data_dir: Path,
-    run_id: str | None = None,
-    *,
-    full: bool = False,
-    encoding: str = DEFAULT_ENCODING,
-    allow_shrink: bool = False,
-    allow_partial: bool = False,
-    max_failed_pages: float = DEFAULT_MAX_FAILED_PAGES,
+    data_dir: Path, run_id: str | None = None, settings: RunSettings = RunSettings()
 ) -> RunStart:
     """Find the baseline first, then claim the run's directory (it is never the baseline)."""
-    check_max_failed_pages(max_failed_pages)
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
     baseline = find_baseline(data_dir)
     run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
@@ -153,19 +137,13 @@ def start_run(
         baseline_id=baseline.run_id if baseline else None,
         baseline_dir=baseline.run_dir if baseline else None,
         baseline_damaged=baseline.damaged if baseline else (),
-        full=full,
-        encoding=encoding,
-        allow_shrink=allow_shrink,
-        allow_partial=allow_partial,
-        max_failed_pages=max_failed_pages,
+        settings=settings,
     )
     write_json(run_dir / RUN_JSON, start.model_dump(mode="json"))
     return start
 
 
-def start_out_run(
-    out_dir: Path, *, encoding: str = DEFAULT_ENCODING, allow_partial: bool = False
-) -> RunStart:
+def start_out_run(out_dir: Path, settings: RunSettings = RunSettings()) -> RunStart:
     """A run written to `out_dir` (new or empty), with no baseline, never published."""
     out_dir = Path(out_dir).resolve()
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -175,11 +153,18 @@ def start_out_run(
         run_id=out_dir.name,
         run_dir=out_dir,
         data_dir=None,
-        encoding=encoding,
-        allow_partial=allow_partial,
+        settings=settings,
     )
     write_json(out_dir / RUN_JSON, start.model_dump(mode="json"))
     return start
+
+
+def chunker_options(settings: RunSettings) -> ChunkerOptions:
+    """The chunker's options for a run: its token limits (the page cache's key covers them)."""
+    limits = Limits(
+        soft=settings.soft_tokens, hard=settings.hard_tokens, min_tokens=settings.min_tokens
+    )
+    return ChunkerOptions(limits=limits)
 
 
 def chunk_stage(
@@ -187,22 +172,25 @@ def chunk_stage(
     crawl_file: Path,
     executor: Executor,
     *,
-    workers: int | None,
     options: ChunkerOptions | None = None,
     progress: Progress | None = None,
 ) -> Chunked:
-    """Plan the crawl, reuse what the baseline has, chunk the rest with `executor` on
-    `workers` (None: `DEFAULT_WORKERS`, or this process for little work); the plan and every
-    outcome end up in the run's page cache."""
-    options = options or ChunkerOptions()
+    """Plan the crawl, reuse what the baseline has, chunk the rest with `executor` on the
+    settings' `workers` (None: `DEFAULT_WORKERS`, or this process for little work); the plan
+    and every outcome end up in the run's page cache. `options`: default, the settings'."""
+    settings = start.settings
+    options = options or chunker_options(settings)
+    workers = settings.workers
     started = time.time()
     with _stage(start, "chunking"):
-        plan = plan_pages(page_inputs(read_crawl(crawl_file, allow_partial=start.allow_partial)))
+        plan = plan_pages(page_inputs(read_crawl(crawl_file, allow_partial=settings.allow_partial)))
         keys = {
-            page.index: outcome_key(page, plan.pages[page.index].raw_hash, start.encoding, options)
+            page.index: outcome_key(
+                page, plan.pages[page.index].raw_hash, settings.encoding, options
+            )
             for page in plan.to_chunk
         }
-        cache = PageCache.create(start.run_dir / STATE_FILE, encoding=start.encoding)
+        cache = PageCache.create(start.run_dir / STATE_FILE, encoding=settings.encoding)
         try:
             reused = cache.copy_from(start.reuse_from, keys.values()) if start.reuse_from else set()
             fresh = [page for page in plan.to_chunk if keys[page.index] not in reused]
@@ -212,7 +200,7 @@ def chunk_stage(
             workers = workers or DEFAULT_WORKERS
             done = 0
             batches = list(make_batches(fresh, workers))
-            with results_of(executor, batches, start.encoding, options) as results:
+            with results_of(executor, batches, settings.encoding, options) as results:
                 for outcomes in results:
                     for outcome in outcomes:
                         cache.put(keys[outcome.index], outcome)
@@ -252,7 +240,12 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
             pages_chunked = int(cache.meta("pages_chunked") or 0)
             with ChunkFileWriter(run_dir) as writer:
                 assembled = assemble(
-                    pages, cache, writer, encoding=start.encoding, started=started, aside=aside
+                    pages,
+                    cache,
+                    writer,
+                    encoding=start.settings.encoding,
+                    started=started,
+                    aside=aside,
                 )
             cache.put_chunk_rows(assembled.row_digests.items())
         finally:
@@ -272,7 +265,7 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
             assembled.row_digests,
             assembled.pages,
             baseline=(start.baseline_id, start.baseline_dir) if start.baseline_dir else None,
-            full=start.full,
+            full=start.settings.full,
             baseline_damaged=start.baseline_damaged,
             pages_rechunked=pages_chunked,
             pages_reused=to_chunk - pages_chunked,
@@ -317,7 +310,7 @@ def validate_stage(start: RunStart, suites_dir: Path = SUITES_DIR) -> Validation
     with _stage(start, "validating"):
         outcome = _validate(start, suites_dir)
         aside = pages_to_set_aside(
-            outcome, read_tables(start.run_dir)["pages"], start.max_failed_pages
+            outcome, read_tables(start.run_dir)["pages"], start.settings.max_failed_pages
         )
         if aside.pages:
             written = write_stage(start, aside.pages)
@@ -340,6 +333,7 @@ def _validate(start: RunStart, suites_dir: Path) -> ValidationOutcome:
         suites_dir=suites_dir,
         run_id=start.run_id,
         started=started,
+        settings=start.settings,
     )
 
 
@@ -350,8 +344,11 @@ def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
     if data_dir is None:
         raise ValueError(f"run {start.run_id} was written with --out: it cannot be published")
     with _interruptible(start, "publishing"):
-        if outcome.success and start.baseline_dir is not None and not start.allow_shrink:
-            problem = shrink_problem(start.run_dir, start.baseline_dir, DEFAULT_MAX_SHRINK)
+        if outcome.success and start.baseline_dir is not None and not start.settings.allow_shrink:
+            same = _same_limits(start.settings, start.baseline_dir)
+            problem = shrink_problem(
+                start.run_dir, start.baseline_dir, DEFAULT_MAX_SHRINK, count_chunks=same
+            )
             if problem is not None:
                 return refuse(data_dir, start.run_id, start.run_dir, outcome, problem)
         if outcome.success:
@@ -359,6 +356,17 @@ def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
         return publish_if_passed(
             data_dir, start.run_id, start.run_dir, outcome, baseline_id=start.baseline_id
         )
+
+
+def _same_limits(settings: RunSettings, baseline_dir: Path) -> bool:
+    """Whether the baseline was chunked to the same token limits and encoding as this run
+    (its run.json; a baseline that has none is taken to have the defaults)."""
+    try:
+        before = RunStart.load(baseline_dir).settings
+    except (OSError, ValueError):
+        return True
+    limits = ("encoding", "soft_tokens", "hard_tokens", "min_tokens")
+    return all(getattr(before, name) == getattr(settings, name) for name in limits)
 
 
 @contextmanager
@@ -385,11 +393,10 @@ def run_here(
     crawl_file: Path,
     executor: Executor = in_process,
     *,
-    workers: int | None = 1,
     progress: Progress | None = None,
 ) -> tuple[Written, ValidationOutcome, PublishResult | None]:
     """Every stage in this process; published unless the run was started with --out."""
-    chunk_stage(start, crawl_file, executor, workers=workers, progress=progress)
+    chunk_stage(start, crawl_file, executor, progress=progress)
     written = write_stage(start)
     outcome = validate_stage(start)
     published = publish_stage(start, outcome) if start.data_dir is not None else None

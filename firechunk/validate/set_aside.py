@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING
 
 from firechunk.words import counted
 
-if TYPE_CHECKING:  # the CLI reads the default; only the validate stage needs the rest
+if TYPE_CHECKING:  # only the validate stage needs these
     import polars as pl
 
     from firechunk.schemas.validation import ValidationOutcome
-
-DEFAULT_MAX_FAILED_PAGES = 0.01  # a share of the run's pages
 
 
 @dataclass(frozen=True)
@@ -31,13 +29,6 @@ class SetAside:
 
     pages: dict[str, tuple[str, ...]] = field(default_factory=dict)  # canonical URL -> names
     refused: str | None = None
-
-
-def check_max_failed_pages(share: float) -> float:
-    """`max_failed_pages` is a share of the run's pages, from 0 (none) to 1 (all)."""
-    if not 0 <= share <= 1:
-        raise ValueError(f"max_failed_pages must be a share between 0 and 1, got {share}")
-    return share
 
 
 def pages_to_set_aside(

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from firechunk.atomic import write_json
 from firechunk.schemas.report import ChunkRun
 from firechunk.schemas.validation import ExpectationOutcome, ValidationOutcome
+from firechunk.settings import RunSettings
 from firechunk.tokens import TokenCounter
 from firechunk.validate.report import write_report_from_files
 from firechunk.validate.tables import ID_COLUMNS, PAGE_URL_COLUMN, build_tables
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 # expectations/ in the repository, installed as the package data of firechunk.expectations.
 SUITES_DIR = Path(str(files("firechunk.expectations")))
+SETTING = "$setting"  # a threshold that is a run setting: {"$setting": "hard_tokens"}
 VALIDATION_DIR = "validation"
 DATA_DOCS_DIR = "data_docs"
 DATA_DOCS_SITE = "firechunk"
@@ -58,8 +60,13 @@ def import_gx() -> None:
     import great_expectations  # noqa: F401
 
 
-def load_suite_files(suites_dir: Path = SUITES_DIR) -> dict[str, dict[str, Any]]:
-    """Read every `*.json` suite in `suites_dir`; there must be one per table, no more."""
+def load_suite_files(
+    suites_dir: Path = SUITES_DIR, settings: RunSettings = RunSettings()
+) -> dict[str, dict[str, Any]]:
+    """Read every `*.json` suite in `suites_dir`; there must be one per table, no more.
+
+    A threshold written `{"$setting": "hard_tokens"}` is the run's setting of that name, so
+    a run chunked to other limits is checked against its own."""
     suites: dict[str, dict[str, Any]] = {}
     for path in sorted(Path(suites_dir).glob("*.json")):
         try:
@@ -67,6 +74,7 @@ def load_suite_files(suites_dir: Path = SUITES_DIR) -> dict[str, dict[str, Any]]
         except (OSError, json.JSONDecodeError) as error:
             raise SuiteFileError(f"cannot read suite file {path}: {error}") from error
         _check_suite(path, suite)
+        suite = _with_settings(path, suite, settings)
         suites[suite["name"]] = suite
     if set(suites) != set(ID_COLUMNS):
         raise SuiteFileError(
@@ -74,6 +82,21 @@ def load_suite_files(suites_dir: Path = SUITES_DIR) -> dict[str, dict[str, Any]]
             f"found {sorted(suites)}"
         )
     return suites
+
+
+def _with_settings(path: Path, value: Any, settings: RunSettings) -> Any:
+    """`value` with every `{"$setting": name}` in it replaced by that setting's value."""
+    if isinstance(value, list):
+        return [_with_settings(path, item, settings) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {SETTING}:
+        name = value[SETTING]
+        if name not in RunSettings.model_fields:
+            raise SuiteFileError(f"{path}: no run setting {name!r} (the settings are "
+                                 f"{sorted(RunSettings.model_fields)})")  # fmt: skip
+        return getattr(settings, name)
+    return {key: _with_settings(path, item, settings) for key, item in value.items()}
 
 
 def _check_suite(path: Path, suite: Any) -> None:
@@ -91,11 +114,14 @@ def validate_run(
     *,
     suites_dir: Path = SUITES_DIR,
     run_id: str | None = None,
+    settings: RunSettings = RunSettings(),
 ) -> ValidationOutcome:
     """Run every suite on `run`, write results and Data Docs under `run_dir/validation/`."""
     started = time.perf_counter()
     tables = build_tables(run, TokenCounter(run.report.encoding))
-    return validate_tables(tables, run_dir, suites_dir=suites_dir, run_id=run_id, started=started)
+    return validate_tables(
+        tables, run_dir, suites_dir=suites_dir, run_id=run_id, started=started, settings=settings
+    )
 
 
 def validate_tables(
@@ -105,13 +131,15 @@ def validate_tables(
     suites_dir: Path = SUITES_DIR,
     run_id: str | None = None,
     started: float | None = None,
+    settings: RunSettings = RunSettings(),
 ) -> ValidationOutcome:
     """Run every suite on its table (`firechunk.validate.tables`), write the results.
 
-    `started` is when building the tables began, so `seconds` covers them too.
+    `started` is when building the tables began, so `seconds` covers them too; `settings`
+    are the run's, which the suites' thresholds may name.
     """
     started = time.perf_counter() if started is None else started
-    suites = load_suite_files(suites_dir)
+    suites = load_suite_files(suites_dir, settings)
     validation_dir = Path(run_dir) / VALIDATION_DIR
     validation_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{DATA_DOCS_DIR}.", dir=validation_dir))

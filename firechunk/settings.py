@@ -1,0 +1,239 @@
+"""Every setting of a run, declared once.
+
+Three sections: what is crawled (`CrawlSettings`), how the run is chunked, validated and
+published (`RunSettings`), and whether and how it goes into the database
+(`DatabaseSettings`). Everything else is derived from these models:
+
+- the flows take the sections as parameters, so the deployment's run form shows each as a
+  group of fields with these descriptions (`flows/rebuild.py`);
+- the commands' options are built from the fields (`firechunk/commands/settings_options.py`:
+  a field's `Cli` says its flag and metavar, its description is the help);
+- a run's `run.json` records its `RunSettings` (`firechunk.run.stages.RunStart`), the page
+  cache's key covers the chunker options built from them (`chunker_options`), and the
+  expectation suites read their thresholds from them (`firechunk.validate.suites`).
+
+A new setting is a field here and the code that uses it.
+
+Kept free of Prefect, typer and the chunker: the command line imports it at start-up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SUPABASE_DOCS = "https://supabase.com/docs"
+DEFAULT_ENCODING = "cl100k_base"
+RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
+MIN_KEEP = 2  # the published run and the one being built: fewer would remove a live run
+
+ApiVersion = Literal["v1", "v2"]
+TaskRunnerKind = Literal["process", "dask"]
+EmbedderName = Literal["local", "openai"]
+
+
+@dataclass(frozen=True)
+class Cli:
+    """How a field shows on the command line: its flags (default: `--field-name`; a bool's
+    default is an on-switch named for the field), metavar and environment variable."""
+
+    flags: tuple[str, ...] = ()
+    metavar: str | None = None
+    envvar: str | None = None
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CrawlSettings(_Section):
+    """What Firecrawl crawls."""
+
+    site_url: Annotated[str, Cli(("--site",), "URL")] = Field(
+        SUPABASE_DOCS,
+        description="The documentation site Firecrawl crawls (not used when replaying a saved "
+        "crawl).",
+    )
+    include_paths: Annotated[list[str], Cli(("--include",), "PATTERN")] = Field(
+        default_factory=list,
+        description="Only URL paths matching one of these Firecrawl path patterns (regexes, "
+        "e.g. 'docs/guides/.*') are crawled.",
+    )
+    exclude_paths: Annotated[list[str], Cli(("--exclude",), "PATTERN")] = Field(
+        default_factory=list, description="URL paths matching one of these patterns are skipped."
+    )
+    limit: Annotated[int | None, Cli(metavar="N")] = Field(
+        None,
+        ge=1,
+        description="At most this many pages are crawled, which bounds the Firecrawl credits "
+        "a run spends; empty for no limit.",
+    )
+    api_version: Annotated[ApiVersion, Cli(("--api",))] = Field(
+        "v2", description="The Firecrawl API version."
+    )
+    api_url: Annotated[str | None, Cli(metavar="URL", envvar="FIRECRAWL_API_URL")] = Field(
+        None,
+        description="The Firecrawl API base URL, e.g. a self-hosted one; empty for "
+        "https://api.firecrawl.dev.",
+    )
+    secret_block: Annotated[str, Cli(metavar="NAME")] = Field(
+        "firecrawl-api-key",
+        description="The Prefect Secret block holding the Firecrawl API key; without it, "
+        "FIRECRAWL_API_KEY in the environment.",
+    )
+
+
+class RunSettings(_Section):
+    """How a run is chunked, validated and published; saved in its run.json. (Where it is
+    written, the data directory and the run's id, are the run's own inputs, not settings.)"""
+
+    full: Annotated[bool, Cli()] = Field(
+        False,
+        description="Chunk every page again instead of reusing what the last good run "
+        "chunked (changes.json is still relative to that run).",
+    )
+    task_runner: Annotated[TaskRunnerKind, Cli()] = Field(
+        "process",
+        description="Where pages are chunked: processes on this machine, or a Dask cluster.",
+    )
+    dask_address: Annotated[str | None, Cli(metavar="ADDRESS")] = Field(
+        None,
+        description="The scheduler of an existing Dask cluster (tcp://host:8786); empty for "
+        "a local cluster of `workers` processes.",
+    )
+    workers: Annotated[int | None, Cli(metavar="N")] = Field(
+        None,
+        ge=1,
+        description="How many processes chunk pages side by side; empty for 2, or none (this "
+        "process) when under 2 MB of pages is left to chunk.",
+    )
+    encoding: Annotated[str, Cli(metavar="NAME")] = Field(
+        DEFAULT_ENCODING, description="The tiktoken encoding that counts tokens."
+    )
+    soft_tokens: Annotated[int, Cli(metavar="N")] = Field(
+        800, ge=1, description="Chunks are packed up to this many tokens."
+    )
+    hard_tokens: Annotated[int, Cli(metavar="N")] = Field(
+        1000,
+        ge=1,
+        description="No chunk is larger than this many tokens; the chunks suite checks it.",
+    )
+    min_tokens: Annotated[int, Cli(metavar="N")] = Field(
+        100, ge=1, description="A fragment smaller than this many tokens joins a neighbour."
+    )
+    keep_runs: Annotated[int, Cli(metavar="N")] = Field(
+        14,
+        ge=0,
+        description="How many finished runs and raw crawls are kept, the newest; older ones "
+        "are removed as a run starts and once it is published (0 keeps them all).",
+    )
+    allow_shrink: Annotated[bool, Cli()] = Field(
+        False,
+        description="Publish a run that drops over 20 % of the last good run's pages or "
+        "chunks, and load one that shrinks its collection by over 20 % (net).",
+    )
+    allow_partial: Annotated[bool, Cli()] = Field(
+        False, description="Chunk a crawl whose status is not 'completed'."
+    )
+    max_failed_pages: Annotated[float, Cli(metavar="SHARE")] = Field(
+        0.01,
+        ge=0.0,
+        le=1.0,
+        description="The largest share of pages (0.01: 1 %) that may fail page-level "
+        "expectations and be set aside (quarantined, their last good chunks kept) while the "
+        "run still publishes.",
+    )
+
+    @field_validator("keep_runs")
+    @classmethod
+    def _keeps_the_live_runs(cls, keep: int) -> int:
+        check_keep(keep)
+        return keep
+
+    @model_validator(mode="after")
+    def _limits_in_order(self) -> RunSettings:
+        if not self.min_tokens <= self.soft_tokens <= self.hard_tokens:
+            raise ValueError(
+                "the token limits need min_tokens <= soft_tokens <= hard_tokens, got "
+                f"{self.min_tokens}, {self.soft_tokens}, {self.hard_tokens}"
+            )
+        return self
+
+
+class DatabaseSettings(_Section):
+    """Whether the published run is loaded into Postgres + pgvector, and how."""
+
+    load: Annotated[bool, Cli()] = Field(
+        False,
+        description="Load the published run into Postgres + pgvector (the URL from the Secret "
+        "block, else FIRECHUNK_DB_URL, else an embedded Postgres under the data directory).",
+    )
+    collection: Annotated[str | None, Cli(metavar="NAME")] = Field(
+        None,
+        description="The collection (doc set) the rows go under; empty for the one the run "
+        "names, its host and path.",
+    )
+    embedder: Annotated[EmbedderName, Cli()] = Field(
+        "local",
+        description="How chunks are embedded: local (all-MiniLM-L6-v2, int8 ONNX, on this "
+        "machine) or openai (any OpenAI-compatible API; key from the Secret block "
+        "openai-api-key, else OPENAI_API_KEY).",
+    )
+    embedding_model: Annotated[str | None, Cli(("--model",), "NAME")] = Field(
+        None, description="The model the openai embedder asks for."
+    )
+    embedding_dimensions: Annotated[int | None, Cli(("--dimensions",), "N")] = Field(
+        None, ge=1, description="The vector size asked of the openai embedder; empty for the "
+        "model's own."
+    )  # fmt: skip
+    embedding_base_url: Annotated[str | None, Cli(("--base-url",), "URL")] = Field(
+        None, description="The openai embedder's API base URL; empty for OpenAI's."
+    )
+    db_secret_block: Annotated[str, Cli(metavar="NAME")] = Field(
+        "firechunk-db-url",
+        description="The Prefect Secret block holding the database URL; without it, "
+        "FIRECHUNK_DB_URL, else an embedded Postgres under the data directory.",
+    )
+
+    @model_validator(mode="after")
+    def _embedder_options_fit(self) -> DatabaseSettings:
+        if self.embedder == "local" and (
+            self.embedding_model or self.embedding_dimensions or self.embedding_base_url
+        ):
+            raise ValueError("--model, --dimensions and --base-url need --embedder openai")
+        if self.embedder == "openai" and not self.embedding_model:
+            raise ValueError("--embedder openai needs --model")
+        return self
+
+    def embedder_options(self, api_key: str | None = None) -> dict[str, object]:
+        """What `firechunk.embedders.make_embedder(self.embedder, ...)` takes; `api_key`:
+        the openai embedder's key (None: OPENAI_API_KEY)."""
+        if self.embedder != "openai":
+            return {}
+        options: dict[str, object] = {
+            "model": self.embedding_model,
+            "dimensions": self.embedding_dimensions,
+        }
+        if api_key is not None:
+            options["api_key"] = api_key
+        if self.embedding_base_url:
+            options["base_url"] = self.embedding_base_url
+        return options
+
+
+SECTIONS: tuple[type[_Section], ...] = (CrawlSettings, RunSettings, DatabaseSettings)
+
+
+def check_run_id(run_id: str | None) -> None:
+    """A run id names a directory under runs/: nothing that could leave it."""
+    if run_id is not None and not RUN_ID.fullmatch(run_id):
+        raise ValueError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+
+
+def check_keep(keep: int) -> None:
+    """0 keeps every run, else at least `MIN_KEEP`."""
+    if keep != 0 and keep < MIN_KEEP:
+        raise ValueError(f"keep_runs must be 0 (keep every run) or at least {MIN_KEEP}, got {keep}")
