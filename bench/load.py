@@ -68,9 +68,9 @@ from firechunk.db.load import LoadResult, load_run
 from firechunk.db.runs import RunChunk, published_run
 from firechunk.db.schema import CHUNKS
 from firechunk.embedders import Embedder, local_embedder
+from firechunk.layout import DataDir
 from firechunk.run.executors import process_pool
 from firechunk.run.stages import run_here, start_run
-from firechunk.run.write import CHUNKS_JSON
 from firechunk.settings import RunSettings
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -180,7 +180,7 @@ def chunk_run(run_id: str, crawl: Path, data_dir: Path, workers: int) -> dict:
 
 def run_ids(data_dir: Path, run_id: str) -> set[str]:
     """The chunk ids of a run, read from its chunks.json, independently of the loader."""
-    rows = orjson.loads((data_dir / "runs" / run_id / CHUNKS_JSON).read_bytes())
+    rows = orjson.loads(DataDir(data_dir).run(run_id).chunks_json.read_bytes())
     return {row["chunk_id"] for row in rows}
 
 
@@ -363,7 +363,7 @@ def check_load(conn, figures: dict, wanted_ids: set[str], *, embedded: int) -> N
 
 def change_counts(data_dir: Path, full_ids: set[str], changed_ids: set[str]) -> dict:
     """What the changed run's changes.json says against the ids the two runs differ by."""
-    changes = json.loads((data_dir / "runs" / "changed" / "changes.json").read_text())
+    changes = json.loads(DataDir(data_dir).run("changed").changes_json.read_text())
     return {
         "upsert": len(changes["upsert"]),
         "delete": len(changes["delete"]),
@@ -390,7 +390,7 @@ def first_load_memory(full_crawl: Path, data_dir: Path, work: Path, chunks: int)
     """The full crawl's first pages, up to about `chunks` chunks of the full run, chunked
     into a data directory of their own and loaded by `firechunk load` in a new process."""
     per_page = {}
-    for row in orjson.loads((data_dir / "runs" / "full" / CHUNKS_JSON).read_bytes()):
+    for row in orjson.loads(DataDir(data_dir).run("full").chunks_json.read_bytes()):
         url = row["metadata"]["sourceUrl"]
         per_page[url] = per_page.get(url, 0) + 1
     crawl = orjson.loads(full_crawl.read_bytes())

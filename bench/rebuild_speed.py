@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 from firechunk.atomic import write_json
+from firechunk.layout import RunDir
 from firechunk.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +129,7 @@ def measure(crawl_file: Path, data_dir: Path, repeat: int, task_runner: str) -> 
         )
         seconds = time.perf_counter() - started
         busy = machine_busy_seconds() - busy_before
-        report = json.loads((result.run_dir / "report.json").read_text(encoding="utf-8"))
+        report = json.loads(RunDir(result.run_dir).report_json.read_text(encoding="utf-8"))
         return {
             "rebuild": seconds,
             "chunk": report["seconds"],

@@ -66,6 +66,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from firechunk.atomic import write_json
+from firechunk.layout import DataDir
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus"
@@ -353,10 +354,10 @@ def measure(label: str, crawl: Path, data_dir: Path, workers: int, env: dict, ap
     if process.returncode != 0 or not phases:
         raise SystemExit(f"{label} rebuild failed ({process.returncode}):\n{output[-3000:]}")
     phases = json.loads(phases[-1].removeprefix("PHASES "))
-    run_dir = data_dir / "runs" / label
-    report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
-    changes = json.loads((run_dir / "changes.json").read_text(encoding="utf-8"))
-    summary = json.loads((run_dir / "validation" / "summary.json").read_text(encoding="utf-8"))
+    run = DataDir(data_dir).run(label)
+    report = json.loads(run.report_json.read_text(encoding="utf-8"))
+    changes = json.loads(run.changes_json.read_text(encoding="utf-8"))
+    summary = json.loads(run.validation_summary.read_text(encoding="utf-8"))
     figures = {
         "run": label,
         "api": api,
@@ -414,7 +415,7 @@ def print_fixed_costs(imports: dict[str, float], runs: list[dict]) -> None:
 
 def check_changes(data_dir: Path, expected: dict) -> None:
     """The incremental run's change set names exactly the pages the bench changed."""
-    changes = json.loads((data_dir / "runs" / "incremental" / "changes.json").read_text())
+    changes = json.loads(DataDir(data_dir).run("incremental").changes_json.read_text())
     found = {key: len(changes[f"pages_{key}"]) for key in ("changed", "removed", "added")}
     wanted = {"changed": expected["edited"], "removed": expected["removed"]}
     wanted["added"] = expected["added"]

@@ -40,6 +40,7 @@ from firechunk.db.runs import published_run  # noqa: E402
 from firechunk.db.search import CANDIDATES, RRF_K, TEXT_WEIGHT, VECTOR_WEIGHT, Fusion  # noqa: E402
 from firechunk.db.search import search as product_search  # noqa: E402
 from firechunk.embedders import local_embedder  # noqa: E402
+from firechunk.layout import DataDir, RunDir  # noqa: E402
 from firechunk.run.stages import run_here, start_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +61,7 @@ def chunk_and_load(corpus: Path, work: Path, conn, embedder) -> dict[str, dict]:
     """The crawl chunked and published into its own data directory (once) and loaded into
     its collection; its chunks by id."""
     data_dir = work / corpus.stem
-    if not (data_dir / "latest").exists():
+    if not DataDir(data_dir).latest.exists():
         start = start_run(data_dir)
         _, outcome, published = run_here(start, corpus)
         if not published.published:
@@ -68,7 +69,7 @@ def chunk_and_load(corpus: Path, work: Path, conn, embedder) -> dict[str, dict]:
     run = published_run(data_dir, collection=corpus.stem)
     result = load_run(conn, run, embedder, say=lambda line: print(line, file=sys.stderr))
     print(f"{corpus.stem}: {result.chunks} chunks, {result.embedded} embedded", file=sys.stderr)
-    rows = json.loads((run.run_dir / "chunks.json").read_bytes())
+    rows = json.loads(RunDir(run.run_dir).chunks_json.read_bytes())
     return {row["chunk_id"]: row for row in rows}
 
 

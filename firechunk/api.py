@@ -286,15 +286,18 @@ def _embedder(embedder: str | Embedder, options: dict[str, Any]) -> Embedder:
 def _run_of(path: Path) -> tuple[Path, str]:
     """(data directory, "latest" or a run id) for a data directory or a run directory."""
     from firechunk.db.runs import RunNotLoadable
-    from firechunk.publish import LATEST, RUNS_DIR, STATUS_JSON
+    from firechunk.layout import DataDir, RunDir
 
-    if not (path / STATUS_JSON).is_file():
-        return path, LATEST  # a data directory (published_run says if it has no run)
-    if path.name == LATEST:
-        return path.parent, LATEST
-    if path.resolve().parent.name != RUNS_DIR:
+    run = RunDir(path)
+    latest = DataDir(path).latest.name
+    if not run.status_json.is_file():
+        return path, latest  # a data directory (published_run says if it has no run)
+    if path.name == latest:
+        return path.parent, latest
+    if run.data_dir is None:
+        where = DataDir(Path("DIR")).run("<run-id>").path
         raise RunNotLoadable(
-            f"{path} is not a run of a data directory (DIR/{RUNS_DIR}/<run-id>): only a "
-            "published run is loaded; a run written with --out never is"
+            f"{path} is not a run of a data directory ({where}): only a published run is "
+            "loaded; a run written with --out never is"
         )
-    return path.resolve().parent.parent, path.resolve().name
+    return run.data_dir.path, path.resolve().name

@@ -14,9 +14,8 @@ import orjson
 from pydantic import ValidationError
 
 from firechunk.atomic import write_json
+from firechunk.layout import RawCrawl
 from firechunk.schemas.page import CrawlResult
-
-CRAWL_FILE = "crawl.json"
 
 
 class CrawlFileError(ValueError):
@@ -65,11 +64,11 @@ def _check_path(path: Path) -> None:
     """Refuse what is not a crawl file before reading it, naming the file that is meant:
     the raw download beside a crawl.json, or the folder that holds one."""
     if path.is_dir():
-        inside = path / CRAWL_FILE
+        inside = RawCrawl(path).crawl_json
         there = f" ({inside})" if inside.is_file() else ", e.g. data/raw/<crawl-id>/crawl.json"
         raise CrawlFileError(f"{path} is a directory, not a crawl file: give its crawl.json{there}")
     if path.suffix == ".jsonl":
-        beside = path.with_name(CRAWL_FILE)
+        beside = RawCrawl(path.parent).crawl_json
         state = (
             "it is there"
             if beside.is_file()

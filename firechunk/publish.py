@@ -1,20 +1,16 @@
 """Publish a validated run: only a run that passed validation becomes `latest`.
 
-Layout under the data root:
-
-    data/runs/<run-id>/   every run, passed or failed, with its `status.json`
-    data/latest -> runs/<run-id>   the last run that passed (a relative symlink)
-
-`latest` is switched with one `os.replace` of a new symlink over the old one, so a reader
-following it sees the previous good run or the new good run, never a mix, and a failed run
-never touches it.
+Every run, passed or failed, keeps its directory under `runs/` and its `status.json`;
+`latest` is a relative symlink to the last run that passed (`firechunk.layout`). It is
+switched with one `os.replace` of a new symlink over the old one, so a reader following it
+sees the previous good run or the new good run, never a mix, and a failed run never
+touches it.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import re
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,17 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from firechunk.activity import is_interrupt
-from firechunk.atomic import write_json
+from firechunk.layout import RUN_ID, DataDir, RunDir
 from firechunk.schemas.publish import PublishResult, RunStatus
 from firechunk.schemas.validation import ExpectationOutcome, ValidationOutcome
-from firechunk.validate.report import REPORT_HTML
 
-RUNS_DIR = "runs"
-LATEST = "latest"
-STATUS_JSON = "status.json"
-PUBLISH_LOCK = ".publish.lock"
-RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
-_NEW_LATEST = f".{LATEST}.*.tmp"  # `switch_latest`'s new link, renamed over `latest`
 SHRINK_GUARD = "publish/shrink_guard"  # in status.json's failed_expectations: `refuse`d
 
 
@@ -43,7 +32,9 @@ def failure_recorded(run_dir: Path, run_id: str) -> Iterator[None]:
         yield
     except Exception as error:
         if not is_interrupt(error):  # an interrupt's own marking is `interrupt_recorded`'s
-            write_status(run_dir, RunStatus(run_id=run_id, status="failed", error=repr(error)))
+            RunDir(run_dir).write_status(
+                RunStatus(run_id=run_id, status="failed", error=repr(error))
+            )
         raise
 
 
@@ -68,14 +59,14 @@ def mark_interrupted(data_dir: Path | None, run_dir: Path, run_id: str, what: st
     was being published). A run written with --out (`data_dir` None) ends at its verdict.
     Whether it was marked."""
     try:
-        status = read_status(run_dir)
+        status = RunDir(run_dir).read_status()
     except (OSError, ValueError):
         status = None  # a status.json cut short by the interrupt: it ended nothing
     published = data_dir is None or _is_latest(data_dir, run_dir)
     if status is not None and not (status.status == "passed" and not published):
         return False
     error = f"interrupted while {what}" if what else "interrupted"
-    write_status(run_dir, RunStatus(run_id=run_id, status="interrupted", error=error))
+    RunDir(run_dir).write_status(RunStatus(run_id=run_id, status="interrupted", error=error))
     return True
 
 
@@ -84,23 +75,21 @@ def describe_latest(data_dir: Path | None, run_id: str) -> str:
     command ends with."""
     if data_dir is None:
         return "nothing published (--out)"
-    link = Path(data_dir) / LATEST
-    if not link.is_symlink():
+    current_dir = DataDir(data_dir).latest_run()
+    if current_dir is None:
         return "latest unchanged (no run published yet)"
-    current = link.resolve().name
+    current = current_dir.name
     if current == run_id:
         return f"latest -> run {run_id} (published before the interrupt)"
     return f"latest unchanged (run {current})"
 
 
 def _is_latest(data_dir: Path, run_dir: Path) -> bool:
-    link = Path(data_dir) / LATEST
-    return link.is_symlink() and link.resolve() == Path(run_dir).resolve()
+    return DataDir(data_dir).latest_run() == Path(run_dir).resolve()
 
 
 def record_verdict(run_dir: Path, run_id: str, outcome: ValidationOutcome) -> Path:
-    return write_status(
-        run_dir,
+    return RunDir(run_dir).write_status(
         RunStatus(
             run_id=run_id,
             status="passed" if outcome.success else "failed",
@@ -141,8 +130,7 @@ def publish_if_passed(
             else:
                 switch_latest(data_dir, run_dir)
     if superseded_by is not None:
-        write_status(
-            run_dir,
+        RunDir(run_dir).write_status(
             RunStatus(
                 run_id=run_id,
                 status="superseded",
@@ -155,7 +143,7 @@ def publish_if_passed(
         run_id=run_id,
         run_dir=run_dir,
         published=outcome.success and superseded_by is None,
-        latest=data_dir / LATEST,
+        latest=DataDir(data_dir).latest,
         validation=outcome,
         superseded_by=superseded_by,
     )
@@ -166,8 +154,7 @@ def refuse(
 ) -> PublishResult:
     """Keep a run that passed validation out of `latest` for `why` (the shrink guard):
     marked failed, with the reason, so it is neither published nor anyone's baseline."""
-    write_status(
-        run_dir,
+    RunDir(run_dir).write_status(
         RunStatus(
             run_id=run_id,
             status="failed",
@@ -180,7 +167,7 @@ def refuse(
         run_id=run_id,
         run_dir=run_dir,
         published=False,
-        latest=data_dir / LATEST,
+        latest=DataDir(data_dir).latest,
         validation=outcome,
         refused=why,
     )
@@ -189,7 +176,7 @@ def refuse(
 @contextmanager
 def _publish_lock(data_dir: Path) -> Iterator[None]:
     """An exclusive lock on publishing into `data_dir`; the OS drops it if the process dies."""
-    lock = Path(data_dir) / RUNS_DIR / PUBLISH_LOCK  # beside the runs, out of sight
+    lock = DataDir(data_dir).publish_lock
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # held for a few milliseconds: wait for it
@@ -205,26 +192,13 @@ def last_good_run(data_dir: Path) -> tuple[str, Path] | None:
     `latest` only ever points at a run that passed; the status is read again so that a
     run directory someone edited by hand is not trusted as the baseline of the next run.
     """
-    link = Path(data_dir) / LATEST
-    if not link.is_symlink():
+    run_dir = DataDir(data_dir).latest_run()
+    if run_dir is None:
         return None
-    run_dir = link.resolve()
-    status = read_status(run_dir)
+    status = RunDir(run_dir).read_status()
     if status is None or status.status != "passed":
         return None
     return status.run_id, run_dir
-
-
-def read_status(run_dir: Path) -> RunStatus | None:
-    """The run's `status.json`; None if it has none yet (the run has not finished)."""
-    status_file = Path(run_dir) / STATUS_JSON
-    if not status_file.is_file():
-        return None
-    return RunStatus.model_validate_json(status_file.read_bytes())
-
-
-def write_status(run_dir: Path, status: RunStatus) -> Path:
-    return write_json(run_dir / STATUS_JSON, status.model_dump(mode="json"))
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -263,10 +237,10 @@ def claim_run_dir(runs_dir: Path, run_id: str | None = None) -> tuple[str, Path]
 
 def switch_latest(data_dir: Path, run_dir: Path) -> Path:
     """Point `data_dir/latest` at `run_dir` atomically (a relative symlink, replaced)."""
-    link = data_dir / LATEST
+    link = DataDir(data_dir).latest
     if link.exists() and not link.is_symlink():
         raise FileExistsError(f"{link} exists and is not a symlink; move it away to publish")
-    temporary = data_dir / f".{LATEST}.{secrets.token_hex(4)}.tmp"
+    temporary = DataDir(data_dir).new_latest(secrets.token_hex(4))
     os.symlink(os.path.relpath(run_dir, data_dir), temporary)
     try:
         os.replace(temporary, link)
@@ -280,10 +254,10 @@ def remove_stray_links(data_dir: Path) -> list[Path]:
     """Remove the new `latest` links a publication killed between making one and renaming
     it over `latest` left in `data_dir`. Under the publish lock, which every publication
     holds while its link exists, so never one about to be renamed."""
-    if not any(Path(data_dir).glob(_NEW_LATEST)):
+    if not DataDir(data_dir).new_latest_links():
         return []  # the usual case: no lock taken, no lock file made
     with _publish_lock(data_dir):
-        stray = [path for path in Path(data_dir).glob(_NEW_LATEST) if path.is_symlink()]
+        stray = [path for path in DataDir(data_dir).new_latest_links() if path.is_symlink()]
         for path in stray:
             path.unlink(missing_ok=True)
     return stray
@@ -374,7 +348,7 @@ def _failures(outcome: ValidationOutcome, run_dir: Path) -> list[str]:
     lines = [*_set_aside(outcome), *(_describe_failure(item) for item in outcome.failed)]
     if outcome.set_aside_refused:
         lines.append(f"  Not set aside page by page: {outcome.set_aside_refused}.")
-    lines.append(f"Details: {Path(run_dir) / 'validation' / REPORT_HTML}")
+    lines.append(f"Details: {RunDir(run_dir).report_html}")
     return lines
 
 

@@ -48,13 +48,12 @@ from pydantic import ValidationError
 
 from firechunk.crawl.errors import CrawlError
 from firechunk.crawl.jobstate import CrawlPaths, load_state
-from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, STATUS_JSON, read_status
+from firechunk.layout import DataDir, RunDir
 
 # The least `keep` allowed: the published run and the one before it, which a run that
 # started before the last publication may still be reading as its baseline.
 MIN_KEEP = 2
 _REMOVING = ".removing-"  # a directory being removed is renamed to this prefix first
-RUN_LOCK = ".run.lock"  # in a run's directory; locked by the process running the run
 # A run with no lock file at all is dead only once it has not changed for this long: it
 # may have been claimed an instant ago (the lock comes next), or be run by a process that
 # takes no lock. No run takes a day.
@@ -89,25 +88,24 @@ def prune_runs(data_dir: Path, keep: int) -> list[str]:
     the temporary files dead writers left in runs not running; return the ids removed,
     oldest first. `keep` 0 removes no run."""
     check_keep(keep)
-    data_dir = Path(data_dir)
-    runs_dir = data_dir / RUNS_DIR
-    _finish_removals(runs_dir)
-    for run_dir in _run_dirs(runs_dir):
+    data = DataDir(data_dir)
+    _finish_removals(data.runs)
+    for run_dir in data.run_dirs():
         if not run_is_running(run_dir):
             _remove_stray_files(run_dir, recursive=True)
     if keep == 0:
         return []
-    latest = (data_dir / LATEST).resolve() if (data_dir / LATEST).is_symlink() else None
-    runs = sorted(finished_runs(runs_dir), key=lambda run: (run.finished_at, run.run_id))
+    latest = data.latest_run()
+    runs = sorted(finished_runs(data_dir), key=lambda run: (run.finished_at, run.run_id))
     kept = {run.run_dir for run in runs[-keep:]}
     doomed = [run for run in runs if run.run_dir not in kept and run.run_dir.resolve() != latest]
     return [run.run_id for run in doomed if _remove(run.run_dir)]
 
 
-def finished_runs(runs_dir: Path) -> list[FinishedRun]:
-    """The runs in `runs_dir` that ended, finished or dead."""
+def finished_runs(data_dir: Path) -> list[FinishedRun]:
+    """The runs of `data_dir` that ended, finished or dead."""
     found = []
-    for run_dir in _run_dirs(runs_dir):
+    for run_dir in DataDir(data_dir).run_dirs():
         try:
             ended = _ended_at(run_dir)
         except (OSError, ValidationError):
@@ -120,24 +118,15 @@ def finished_runs(runs_dir: Path) -> list[FinishedRun]:
 def _ended_at(run_dir: Path) -> str | None:
     """When the run ended: the time in its `status.json`; for a dead run (none, and not
     running) its directory's last change; None while it runs, or may run."""
-    status = read_status(run_dir)
+    status = RunDir(run_dir).read_status()
     if status is not None:
         return status.finished_at
     if run_is_running(run_dir):
         return None
     changed = run_dir.stat().st_mtime
-    if not (run_dir / RUN_LOCK).exists() and time.time() - changed < LOCKLESS_GRACE:
+    if not RunDir(run_dir).run_lock.exists() and time.time() - changed < LOCKLESS_GRACE:
         return None  # claimed an instant ago, or run by a process that takes no lock
     return datetime.fromtimestamp(changed, UTC).isoformat(timespec="seconds")
-
-
-def _run_dirs(runs_dir: Path) -> list[Path]:
-    """The run directories in `runs_dir` (not its lock file, nor a removal under way)."""
-    if not runs_dir.is_dir():
-        return []
-    return [
-        path for path in sorted(runs_dir.iterdir()) if RUN_ID.fullmatch(path.name) and path.is_dir()
-    ]
 
 
 def hold_run_lock(run_dir: Path) -> None:
@@ -145,9 +134,10 @@ def hold_run_lock(run_dir: Path) -> None:
     `status.json`: an exclusive lock on its lock file, which the OS releases when the
     process ends, however it ends (so a kill leaves a run that is plainly dead). Call it as
     the run's directory is claimed."""
-    for held_dir in [held for held in _held if (held / STATUS_JSON).exists() or not held.is_dir()]:
+    finished = [held for held in _held if RunDir(held).status_json.exists() or not held.is_dir()]
+    for held_dir in finished:
         _held.pop(held_dir).close()  # finished: judged by its status.json from now on
-    handle = open(Path(run_dir) / RUN_LOCK, "ab")  # noqa: SIM115 (kept open: it is the lock)
+    handle = open(RunDir(run_dir).run_lock, "ab")  # noqa: SIM115 (kept open: it is the lock)
     fcntl.flock(handle, fcntl.LOCK_EX)  # waits out a pruner's momentary check only
     _held[Path(run_dir)] = handle
 
@@ -162,7 +152,7 @@ def run_is_running(run_dir: Path) -> bool:
     """Whether a live process holds the run's lock (a run that has no lock file holds none:
     it was never run by a process that takes one)."""
     try:
-        with open(Path(run_dir) / RUN_LOCK, "rb") as handle:
+        with open(RunDir(run_dir).run_lock, "rb") as handle:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released as it closes
     except FileNotFoundError:
         return False

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import orjson
 from prefect.runtime import flow_run
 
+from firechunk.layout import RunDir
 from firechunk.run.collection import default_collection
-from firechunk.run.write import REPORT_JSON
 from firechunk.settings import CrawlSettings
 
 MAX_SECTIONS = 4  # include patterns named; the rest are counted
@@ -94,7 +94,7 @@ def _crawl_site(crawl_file: Path) -> str:
 def _run_site(run_dir: Path) -> str:
     """The collection a written run names in its report.json; empty when it names none."""
     try:
-        named = orjson.loads((run_dir / REPORT_JSON).read_bytes()).get("collection")
+        named = orjson.loads(RunDir(run_dir).report_json.read_bytes()).get("collection")
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return ""
     return named if isinstance(named, str) else ""

@@ -29,18 +29,16 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from firechunk.db.held import Held
-from firechunk.publish import RUNS_DIR, short_reason
-from firechunk.run.changes import CHANGES_JSON
+from firechunk.layout import RunDir
+from firechunk.publish import short_reason
 from firechunk.run.history import RunRow, list_runs, why_not_published
 from firechunk.run.sizes import Bucket, size_histogram, token_counts
-from firechunk.run.write import QUARANTINE_JSONL, read_quarantine
+from firechunk.run.write import read_quarantine
 from firechunk.schemas.changes import ChangeSet, PageChange
 from firechunk.schemas.publish import PublishResult
 from firechunk.schemas.report import ChunkReport, QuarantineRecord
 from firechunk.schemas.validation import ValidationOutcome
 from firechunk.tasks.trend_chart import trend_svg
-from firechunk.validate.report import REPORT_HTML
-from firechunk.validate.suites import VALIDATION_DIR
 
 SUMMARY_KEY = "rebuild-summary"
 VALIDATION_KEY = "validation-report"
@@ -91,12 +89,13 @@ def report_to_dashboard(
         return
     run_dir = result.run_dir.resolve()
     create_markdown_artifact(
-        validation_markdown(result.validation, run_dir / VALIDATION_DIR / REPORT_HTML),
+        validation_markdown(result.validation, RunDir(run_dir).report_html),
         key=VALIDATION_KEY,
         description="Great Expectations results of this run",
     )
-    if trend and run_dir.parent.name == RUNS_DIR:  # a run of a data directory, beside its others
-        trend_to_dashboard(run_dir.parent.parent)
+    data_dir = RunDir(run_dir).data_dir
+    if trend and data_dir is not None:  # a run of a data directory, beside its others
+        trend_to_dashboard(data_dir.path)
     create_markdown_artifact(
         outputs_markdown(result), key=OUTPUTS_KEY, description="Where this run's files are"
     )
@@ -110,18 +109,21 @@ def report_to_dashboard(
 def report_pages(run_dir: Path, changes: ChangeSet) -> None:
     """The URLs behind the change and quarantine counts, and the chunk-size histogram: made
     as soon as the run is written, so a run that then fails validation shows them too."""
+    run = RunDir(run_dir)
     quarantined = read_quarantine(run_dir)
     tables = [
-        (ADDED_KEY, added_rows(changes.pages_added), len(changes.pages_added), "added"),
-        (CHANGED_KEY, changed_rows(changes.pages_changed), len(changes.pages_changed), "changed"),
-        (REMOVED_KEY, removed_rows(changes.pages_removed), len(changes.pages_removed), "removed"),
+        (ADDED_KEY, added_rows, changes.pages_added, "added"),
+        (CHANGED_KEY, changed_rows, changes.pages_changed, "changed"),
+        (REMOVED_KEY, removed_rows, changes.pages_removed, "removed"),
     ]
-    for key, rows, count, what in tables:
+    for key, rows, pages, what in tables:
         create_table_artifact(
-            rows, key=key, description=f"Pages {what} since the last good run: {count}"
+            rows(pages, run.changes_json),
+            key=key,
+            description=f"Pages {what} since the last good run: {len(pages)}",
         )
     create_table_artifact(
-        quarantine_rows(quarantined),
+        quarantine_rows(quarantined, run.quarantine_jsonl),
         key=QUARANTINE_KEY,
         description=f"Pages quarantined (not chunked), with the reason: {len(quarantined)}",
     )
@@ -239,7 +241,7 @@ def outputs_markdown(result: PublishResult) -> str:
     lines += [f"- `{path.name}` ({_size(path)})" for path in files]
     lines += [
         "",
-        f"Validation report (self-contained HTML): `{run_dir / VALIDATION_DIR / REPORT_HTML}`",
+        f"Validation report (self-contained HTML): `{RunDir(run_dir).report_html}`",
     ]
     docs = result.validation.data_docs_index
     if docs:
@@ -259,13 +261,14 @@ def _cell(value: object, limit: int = 120) -> str:
     return _clip(str(value).replace("|", "\\|").replace("\n", " "), limit)
 
 
-def added_rows(pages: list[PageChange]) -> list[dict[str, Any]]:
-    """URL and what became of it in this run (chunked, alias or quarantined)."""
+def added_rows(pages: list[PageChange], source: Path) -> list[dict[str, Any]]:
+    """URL and what became of it in this run (chunked, alias or quarantined); `source`, the
+    run's changes.json, named when the table is cut."""
     rows = [{"url": page.url, "status": page.status} for page in pages[:MAX_ROWS]]
-    return rows + _more(len(pages), CHANGES_JSON, {"status": None})
+    return rows + _more(len(pages), source, {"status": None})
 
 
-def changed_rows(pages: list[PageChange]) -> list[dict[str, Any]]:
+def changed_rows(pages: list[PageChange], source: Path) -> list[dict[str, Any]]:
     """URL, whether its text or its status changed, and its status before and now."""
     rows = [
         {
@@ -277,16 +280,16 @@ def changed_rows(pages: list[PageChange]) -> list[dict[str, Any]]:
         for page in pages[:MAX_ROWS]
     ]
     blanks = {"change": None, "status before": None, "status now": None}
-    return rows + _more(len(pages), CHANGES_JSON, blanks)
+    return rows + _more(len(pages), source, blanks)
 
 
-def removed_rows(pages: list[PageChange]) -> list[dict[str, Any]]:
+def removed_rows(pages: list[PageChange], source: Path) -> list[dict[str, Any]]:
     """URL and its status in the last good run: its chunks are deleted from the database."""
     rows = [{"url": page.url, "status before": page.previous_status} for page in pages[:MAX_ROWS]]
-    return rows + _more(len(pages), CHANGES_JSON, {"status before": None})
+    return rows + _more(len(pages), source, {"status before": None})
 
 
-def quarantine_rows(records: list[QuarantineRecord]) -> list[dict[str, Any]]:
+def quarantine_rows(records: list[QuarantineRecord], source: Path) -> list[dict[str, Any]]:
     """URL, the reason code, its detail and the page's size: what to fix and where."""
     rows = [
         {
@@ -298,7 +301,7 @@ def quarantine_rows(records: list[QuarantineRecord]) -> list[dict[str, Any]]:
         for record in records[:MAX_ROWS]
     ]
     blanks = {"reason": None, "detail": None, "markdown chars": None}
-    return rows + _more(len(records), QUARANTINE_JSONL, blanks)
+    return rows + _more(len(records), source, blanks)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -311,12 +314,13 @@ def _what_changed(page: PageChange) -> str:
     return "text and status" if text and status else ("status" if status else "text")
 
 
-def _more(total: int, source: str, blanks: dict[str, Any]) -> list[dict[str, Any]]:
-    """The last row of a table cut at MAX_ROWS: how many rows are left out, and where they
-    all are (a first run adds every page: thousands of rows would make a huge artifact)."""
+def _more(total: int, source: Path, blanks: dict[str, Any]) -> list[dict[str, Any]]:
+    """The last row of a table cut at MAX_ROWS: how many rows are left out, and in which of
+    the run's files they all are (a first run adds every page: thousands of rows would make
+    a huge artifact)."""
     if total <= MAX_ROWS:
         return []
-    return [{"url": f"… and {total - MAX_ROWS} more: all {total} are in {source}", **blanks}]
+    return [{"url": f"… and {total - MAX_ROWS} more: all {total} are in {source.name}", **blanks}]
 
 
 def trend_to_dashboard(data_dir: Path, held: Held | None = None) -> None:

@@ -24,6 +24,7 @@ from firechunk.db.connect import DB_URL_ENV, connection
 from firechunk.db.failures import redact
 from firechunk.db.runs import published_run
 from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
+from firechunk.layout import DataDir
 from firechunk.settings import DatabaseSettings
 from firechunk.tasks.secrets import secret_or_env
 
@@ -55,7 +56,7 @@ def load_database(
     url, source = secret_or_env(database.db_secret_block, DB_URL_ENV)
     logger.info(
         "loading run %s into %s", run_id, f"the database from {source}" if url else
-        f"the embedded Postgres in {Path(data_dir) / 'postgres'}"
+        f"the embedded Postgres in {DataDir(data_dir).postgres}"
     )  # fmt: skip
     built = make_embedder(database.embedder, **_embedder_options(database))
     run = published_run(Path(data_dir), run_id, database.collection)

@@ -22,7 +22,8 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 
-from firechunk.publish import LATEST, format_outcome, format_result, short_reason
+from firechunk.layout import DataDir
+from firechunk.publish import format_outcome, format_result, short_reason
 from firechunk.retention import prune_raw_crawls, prune_runs
 from firechunk.run.baseline import damage_warning
 from firechunk.run.changes import read_changes
@@ -113,7 +114,7 @@ def validate(run: RunStart) -> ValidationOutcome:
             run_id=run.run_id,
             run_dir=run.run_dir,
             published=False,
-            latest=Path(run.data_dir or run.run_dir) / LATEST,
+            latest=DataDir(run.data_dir or run.run_dir).latest,
             validation=outcome,
         )
         get_run_logger().error(format_result(result))

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from firechunk.run.cache import STATE_FILE, read_chunk_rows
+from firechunk.layout import RunDir
+from firechunk.run.cache import read_chunk_rows
 from tests.test_incremental import (
     SCHEMA_PAGE,
     changed_sample,
@@ -87,7 +88,7 @@ def test_no_manifest_and_edited_cache_digests_give_a_full_replacement(data_dir):
     baseline = night_1(data_dir)
     gone = ids_by_page(baseline)[SCHEMA_PAGE]
     (baseline / MANIFEST).unlink()
-    forget_chunk_rows(baseline / STATE_FILE, {sorted(gone)[0]})
+    forget_chunk_rows(RunDir(baseline).state_file, {sorted(gone)[0]})
 
     result, changes = rebuild_here(without(sample(), SCHEMA_PAGE), data_dir, "night-2")
 
@@ -142,8 +143,8 @@ def test_unverified_cache_digests_upsert_everything_and_delete_exactly(data_dir,
     baseline = night_1(data_dir)
     gone = ids_by_page(baseline)[SCHEMA_PAGE]
     if not recorded:
-        unrecord(baseline, STATE_FILE)
-    forget_chunk_rows(baseline / STATE_FILE, {sorted(gone)[0]})
+        unrecord(baseline, RunDir(baseline).state_file.name)
+    forget_chunk_rows(RunDir(baseline).state_file, {sorted(gone)[0]})
 
     result, changes = rebuild_here(without(sample(), SCHEMA_PAGE), data_dir, "night-2")
 
@@ -158,12 +159,12 @@ def test_unverified_cache_digests_upsert_everything_and_delete_exactly(data_dir,
 
 def test_a_verified_baseline_gives_the_exact_change_set(data_dir):
     """Nothing damaged: the change set is the cache-digest comparison it always was."""
-    before = read_chunk_rows(night_1(data_dir) / STATE_FILE)
+    before = read_chunk_rows(RunDir(night_1(data_dir)).state_file)
 
     result, changes = rebuild_here(changed_sample(), data_dir, "night-2")
 
     assert result.published, result.validation.failed
-    after = read_chunk_rows(result.run_dir / STATE_FILE)
+    after = read_chunk_rows(RunDir(result.run_dir).state_file)
     assert not changes.full_replacement and changes.full_replacement_reason is None
     assert changes.upsert == [cid for cid, sha in after.items() if before.get(cid) != sha]
     assert changes.delete == [cid for cid in before if cid not in after]

@@ -25,7 +25,8 @@ from firechunk.db.held import Held, current_collection, read_held, runs_behind, 
 from firechunk.db.load import LoadResult
 from firechunk.flows.names import what_is_built
 from firechunk.flows.rebuild import rebuild
-from firechunk.publish import SHRINK_GUARD, write_status
+from firechunk.layout import RunDir
+from firechunk.publish import SHRINK_GUARD
 from firechunk.run.history import RunRow, list_runs, record_seconds, why_not_published
 from firechunk.run.sizes import size_histogram, token_counts
 from firechunk.schemas.changes import PageChange
@@ -42,7 +43,7 @@ from firechunk.tasks.artifacts import (
 from firechunk.tasks.database import database_markdown
 from firechunk.tasks.load import load_description, load_rows
 from firechunk.tasks.trend_chart import trend_svg
-from firechunk.validate.report import REPORT_HTML, write_report_from_files
+from firechunk.validate.report import write_report_from_files
 from firechunk.validate.suites import validate_run
 from tests.prefect_helpers import (
     SAMPLE_CRAWL,
@@ -198,7 +199,7 @@ def test_figures_are_numbers_and_the_urls_behind_the_counts_are_listed(nights):
     buckets = histogram_counts(artifacts["rebuild-chunk-sizes"].data)
     assert sum(buckets.values()) == report["chunks_out"]
     assert list(buckets)[:2] == ["1–100", "101–200"] and "901–1000" in buckets
-    report_html = run_dir.resolve() / "validation" / REPORT_HTML
+    report_html = RunDir(run_dir.resolve()).report_html
     assert str(report_html) in artifacts["validation-report"].data
     assert str(report_html) in artifacts["rebuild-outputs"].data
     assert "file://" not in artifacts["validation-report"].data + artifacts["rebuild-outputs"].data
@@ -443,7 +444,7 @@ def test_a_failed_validation_fails_its_task_and_still_fills_the_dashboard(nights
     assert sum(histogram_counts(artifacts["rebuild-chunk-sizes"].data).values()) == 0
     assert {"rebuild-trend", "rebuild-outputs", "run-directory"} <= set(artifacts)
 
-    html = (run_dir / "validation" / REPORT_HTML).read_text()
+    html = RunDir(run_dir).report_html.read_text()
     status = json.loads((run_dir / "status.json").read_text())
     assert status["failed_expectations"]
     for failed in status["failed_expectations"]:
@@ -455,7 +456,7 @@ def test_a_failed_validation_fails_its_task_and_still_fills_the_dashboard(nights
 def test_the_validation_report_names_every_failure_and_loads_nothing_from_elsewhere(tmp_path):
     run = over_limit_run()
     outcome = validate_run(run, tmp_path, run_id="over-limit")
-    html = (tmp_path / "validation" / REPORT_HTML).read_text(encoding="utf-8")
+    html = RunDir(tmp_path).report_html.read_text(encoding="utf-8")
 
     assert not outcome.success and outcome.failed
     assert "Validation FAILED: run over-limit" in html
@@ -466,15 +467,15 @@ def test_the_validation_report_names_every_failure_and_loads_nothing_from_elsewh
     assert "https://" in html  # the failing rows' page URLs, shown as text, not links
     assert html.count("<tr") >= outcome.evaluated_expectations
 
-    os.remove(tmp_path / "validation" / REPORT_HTML)
-    remade = write_report_from_files(tmp_path / "validation", run_id="over-limit").read_text()
+    os.remove(RunDir(tmp_path).report_html)
+    remade = write_report_from_files(tmp_path, run_id="over-limit").read_text()
     strip = re.compile(r"Written [^<]*UTC")
     assert strip.sub("", remade) == strip.sub("", html)
 
 
 def test_a_passed_report_says_so(tmp_path):
     outcome = validate_run(clean_run(), tmp_path, run_id="clean")
-    html = (tmp_path / "validation" / REPORT_HTML).read_text(encoding="utf-8")
+    html = RunDir(tmp_path).report_html.read_text(encoding="utf-8")
     assert outcome.success
     assert "Validation passed: run clean" in html and "Failed expectations" not in html
     assert html.count('class="verdict passed"') == outcome.evaluated_expectations + 1
@@ -504,12 +505,14 @@ def test_long_url_tables_are_cut_with_a_row_saying_how_many_more():
     pages = [
         PageChange(url=f"https://docs.example.com/p/{i}", status="chunked") for i in range(5000)
     ]
-    rows = added_rows(pages)
+    run = RunDir(Path("run"))
+    rows = added_rows(pages, run.changes_json)
     assert len(rows) == MAX_ROWS + 1
     assert rows[-1]["url"] == f"… and {5000 - MAX_ROWS} more: all 5000 are in changes.json"
-    assert added_rows(pages[:MAX_ROWS]) == added_rows(pages)[:MAX_ROWS]
+    assert added_rows(pages[:MAX_ROWS], run.changes_json) == rows[:MAX_ROWS]
     records = [QuarantineRecord(url=f"u{i}", reason="empty") for i in range(MAX_ROWS + 1)]
-    assert quarantine_rows(records)[-1]["url"].endswith("all 201 are in quarantine.jsonl")
+    cut = quarantine_rows(records, run.quarantine_jsonl)
+    assert cut[-1]["url"].endswith("all 201 are in quarantine.jsonl")
     assert len(json.dumps(rows)) < 20_000
 
 
@@ -608,7 +611,7 @@ def test_a_run_not_published_says_why_on_the_dashboard(tmp_path):
     }  # fmt: skip
     for run_id, status in statuses.items():
         (tmp_path / run_id).mkdir()
-        write_status(tmp_path / run_id, status)
+        RunDir(tmp_path / run_id).write_status(status)
     said = {run_id: why_not_published(tmp_path / run_id) for run_id in statuses}
     assert said == {
         "refused": "it passed validation, but publishing it was refused by the shrink guard: "

@@ -27,9 +27,9 @@ import pytest
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
 from firechunk.crawlfile import read_crawl, write_crawl
+from firechunk.layout import DataDir, RunDir
 from firechunk.publish import format_result
 from firechunk.run.baseline import BaselineError
-from firechunk.run.cache import STATE_FILE
 from firechunk.run.executors import in_process
 from firechunk.run.memory import chunk_crawl
 from firechunk.run.stages import (
@@ -160,7 +160,7 @@ def test_a_first_run_upserts_every_chunk_and_says_there_was_no_baseline(baseline
         record["canonical_url"] for record in pq.read_table(run_dir / "pages.parquet").to_pylist()
     }
     assert {page["url"] for page in written["pages_added"]} == canonical
-    assert (run_dir / STATE_FILE).is_file()
+    assert RunDir(run_dir).state_file.is_file()
 
 
 def test_unchanged_input_gives_an_empty_change_set_and_identical_outputs(data_dir):
@@ -362,7 +362,7 @@ def swap_two_outcomes(cache: Path) -> None:
 
 
 def test_an_edited_outcome_in_the_baseline_cache_is_chunked_again(data_dir, tmp_path):
-    swap_two_outcomes(data_dir / "runs" / "night-1" / STATE_FILE)
+    swap_two_outcomes(DataDir(data_dir).run("night-1").state_file)
     crawl = changed_sample()
 
     result, changes = rebuild_here(crawl, data_dir, "night-2")
@@ -381,7 +381,7 @@ def test_an_edited_outcome_in_the_baseline_cache_is_chunked_again(data_dir, tmp_
 def test_a_baseline_without_a_readable_cache_is_rechunked_and_diffed_by_id(data_dir, damage):
     """With no cache to reuse, the rebuild chunks every page, upserts every chunk (it
     cannot tell which rows are unchanged) and still deletes exactly the ids that are gone."""
-    cache = data_dir / "runs" / "night-1" / STATE_FILE
+    cache = DataDir(data_dir).run("night-1").state_file
     cache.unlink()
     if damage == "not sqlite":
         cache.write_bytes(b"this is not a database" * 100)
@@ -596,7 +596,7 @@ def test_an_unreadable_baseline_file_is_an_error_naming_it(data_dir):
 
 
 def test_full_never_reads_a_damaged_baseline_cache(data_dir):
-    (data_dir / "runs" / "night-1" / STATE_FILE).write_bytes(b"garbage, not sqlite")
+    (DataDir(data_dir).run("night-1").state_file).write_bytes(b"garbage, not sqlite")
     result, changes = rebuild_here(sample(), data_dir, "night-2", full=True)
     assert result.published and changes.pages_reused == 0 and changes.baseline == "night-1"
 

@@ -25,7 +25,8 @@ import psutil
 import pytest
 
 from firechunk.activity import take_stopped
-from firechunk.publish import mark_interrupted, read_status, switch_latest, write_status
+from firechunk.layout import RunDir
+from firechunk.publish import mark_interrupted, switch_latest
 from firechunk.run.stages import chunk_stage, start_out_run, start_run
 from firechunk.schemas.publish import RunStatus
 from firechunk.settings import RunSettings
@@ -184,7 +185,7 @@ def assert_interrupted_while_chunking(ended, data_dir: Path) -> Path:
         r"yet\)",
         ended.line(),
     ), ended.stderr
-    status = read_status(run_dir)
+    status = RunDir(run_dir).read_status()
     assert status is not None and status.status == "interrupted", status
     return run_dir
 
@@ -201,7 +202,7 @@ def test_chunk_interrupted_while_chunking(tmp_path, number):
 
     print(f"chunk: exit {ended.code} {ended.seconds:.1f} s after {signal.Signals(number).name}")
     run_dir = assert_interrupted_while_chunking(ended, data_dir)
-    assert read_status(run_dir).error == "interrupted while chunking"
+    assert RunDir(run_dir).read_status().error == "interrupted while chunking"
     assert not (data_dir / "latest").exists()
     assert_listed_interrupted(data_dir, run_dir.name)
     assert left_running(cli.pid, ended.started, data_dir) == []
@@ -265,7 +266,7 @@ def test_a_stage_an_interrupt_stops_marks_its_run_and_says_what_it_was_doing(tmp
     start = start_run(tmp_path / "data", settings=RunSettings(workers=2))
     with pytest.raises(KeyboardInterrupt):
         chunk_stage(start, SAMPLE_CRAWL, interrupted)
-    status = read_status(start.run_dir)
+    status = RunDir(start.run_dir).read_status()
     assert status is not None and status.status == "interrupted", status
     assert status.error == "interrupted while chunking"
     stopped = take_stopped()
@@ -282,7 +283,7 @@ def test_an_error_still_marks_the_run_failed(tmp_path):
     start = start_run(tmp_path / "data", settings=RunSettings(workers=2))
     with pytest.raises(ValueError):
         chunk_stage(start, SAMPLE_CRAWL, failing)
-    assert read_status(start.run_dir).status == "failed"
+    assert RunDir(start.run_dir).read_status().status == "failed"
     assert take_stopped() is None
 
 
@@ -294,16 +295,16 @@ def test_only_a_run_that_had_not_ended_is_marked_interrupted(tmp_path):
     for name, verdict in [("none", None), ("failed", "failed"), ("passed", "passed")]:
         runs[name] = start_run(data_dir, run_id=name)
         if verdict:
-            write_status(runs[name].run_dir, RunStatus(run_id=name, status=verdict))
+            RunDir(runs[name].run_dir).write_status(RunStatus(run_id=name, status=verdict))
     published = start_run(data_dir, run_id="published")
-    write_status(published.run_dir, RunStatus(run_id="published", status="passed"))
+    RunDir(published.run_dir).write_status(RunStatus(run_id="published", status="passed"))
     switch_latest(data_dir, published.run_dir)
     out = start_out_run(tmp_path / "out")
-    write_status(out.run_dir, RunStatus(run_id=out.run_id, status="passed"))
+    RunDir(out.run_dir).write_status(RunStatus(run_id=out.run_id, status="passed"))
 
     def mark(start) -> str:
         mark_interrupted(start.data_dir, start.run_dir, start.run_id, "testing")
-        return read_status(start.run_dir).status
+        return RunDir(start.run_dir).read_status().status
 
     assert mark(runs["none"]) == "interrupted"
     assert mark(runs["failed"]) == "failed"

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psutil
 import pytest
 
-from firechunk.publish import LATEST, RUNS_DIR
+from firechunk.layout import DataDir
 from firechunk.run.stages import start_run
 from tests.prefect_helpers import ROOT, SAMPLE_CRAWL, prefect_env
 
@@ -208,10 +208,10 @@ def test_nothing_chunk_started_outlives_a_sigkill(tmp_path):
 
 def test_a_link_a_killed_publication_left_is_removed_as_a_run_starts(tmp_path):
     # Made beside `latest` to be renamed over it; the kill came in between.
-    stray = tmp_path / f".{LATEST}.abcd.tmp"
-    os.symlink(os.path.join(RUNS_DIR, "published"), stray)
+    stray = DataDir(tmp_path).new_latest("abcd")
+    os.symlink(os.path.relpath(DataDir(tmp_path).run("published").path, tmp_path), stray)
 
     start_run(tmp_path)
 
     assert not os.path.lexists(stray)
-    assert not os.path.lexists(tmp_path / LATEST)  # nothing was published meanwhile
+    assert not os.path.lexists(DataDir(tmp_path).latest)  # nothing was published meanwhile

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from firechunk import retention
 from firechunk.cli import app
 from firechunk.flows.rebuild import rebuild
-from firechunk.publish import RUNS_DIR, switch_latest, write_status
+from firechunk.layout import DataDir, RunDir
+from firechunk.publish import switch_latest
 from firechunk.retention import prune_raw_crawls, prune_runs
 from firechunk.schemas.job import CrawlJobState, CrawlTarget
 from firechunk.schemas.publish import RunStatus
@@ -27,20 +28,20 @@ from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of
 
 
 def finished(data_dir, run_id: str, at: str, status: str = "passed"):
-    run_dir = data_dir / RUNS_DIR / run_id
+    run_dir = DataDir(data_dir).run(run_id).path
     run_dir.mkdir(parents=True)
     (run_dir / "chunks.json").write_text("[]\n")
-    write_status(run_dir, RunStatus(run_id=run_id, status=status, finished_at=at))
+    RunDir(run_dir).write_status(RunStatus(run_id=run_id, status=status, finished_at=at))
     return run_dir
 
 
 def run_names(data_dir) -> set[str]:
-    return {path.name for path in (data_dir / RUNS_DIR).iterdir()}
+    return {path.name for path in DataDir(data_dir).runs.iterdir()}
 
 
 def unfinished(data_dir, run_id: str) -> Path:
     """A run directory as the start and chunk stages leave it: no `status.json` yet."""
-    run_dir = data_dir / RUNS_DIR / run_id
+    run_dir = DataDir(data_dir).run(run_id).path
     run_dir.mkdir(parents=True)
     (run_dir / "run.json").write_text("{}\n")
     return run_dir
@@ -90,8 +91,10 @@ def test_the_newest_runs_latest_and_running_runs_stay(tmp_path, run_process):
     published = finished(tmp_path, "c-newest", "2026-11-04T03:10:00+00:00")
     switch_latest(tmp_path, published)
     run_process(unfinished(tmp_path, "e-running"))  # no status.json yet, its process alive
-    (tmp_path / RUNS_DIR / ".publish.lock").write_text("")
-    (tmp_path / RUNS_DIR / ".removing-x-1a2b3c" / "validation").mkdir(parents=True)  # interrupted
+    DataDir(tmp_path).publish_lock.write_text("")
+    (DataDir(tmp_path).runs / ".removing-x-1a2b3c" / "validation").mkdir(
+        parents=True
+    )  # interrupted
 
     removed = prune_runs(tmp_path, keep=3)
 
@@ -225,7 +228,7 @@ def test_a_rebuild_removes_old_runs_once_it_is_published(prefect_api, tmp_path):
     summary = table_of(artifacts_of(state.state_details.flow_run_id)["rebuild-summary"])
     assert summary["old runs and raw crawls removed"] == 1  # n1; crawl-a went on night 2
     assert run_names(data_dir) - {".publish.lock"} == {"n2", "n3"}
-    assert (data_dir / "latest").resolve() == (data_dir / RUNS_DIR / "n3").resolve()
+    assert (data_dir / "latest").resolve() == DataDir(data_dir).run("n3").path.resolve()
     assert {path.name for path in (data_dir / "raw").iterdir()} == {"crawl-b", "crawl-c"}
     refused = CliRunner().invoke(app, [*args, "--keep-runs", "1"])
     assert refused.exit_code == 2 and "at least 2" in refused.output
@@ -236,10 +239,10 @@ def test_a_run_another_rebuild_removed_meanwhile_is_skipped(tmp_path, monkeypatc
         finished(tmp_path, f"night-{night}", f"2026-11-0{night}T03:10:00+00:00")
         for night in (1, 2, 3, 4)
     ]
-    listed = retention.finished_runs(tmp_path / RUNS_DIR)
+    listed = retention.finished_runs(tmp_path)
     for run_dir in runs[:2]:  # a rebuild finishing at the same time got there first
         shutil.rmtree(run_dir)
-    monkeypatch.setattr(retention, "finished_runs", lambda _runs_dir: listed)
+    monkeypatch.setattr(retention, "finished_runs", lambda _data_dir: listed)
 
     assert prune_runs(tmp_path, keep=2) == []
     assert run_names(tmp_path) == {"night-3", "night-4"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from firechunk.publish import LATEST, read_status
+from firechunk.layout import DataDir, RunDir
 from firechunk.run.changes import read_changes
 from firechunk.run.executors import in_process
 from firechunk.run.stages import (
@@ -25,7 +25,7 @@ from firechunk.run.stages import (
     validate_stage,
     write_stage,
 )
-from firechunk.run.write import CHUNKS_JSON, REPORT_JSON, read_quarantine
+from firechunk.run.write import read_quarantine
 from firechunk.settings import RunSettings
 from firechunk.validate.suites import SUITES_DIR
 from tests.chunk_helpers import sentences
@@ -76,7 +76,7 @@ def night(data_dir: Path, crawl: Path, suites: Path, run_id: str, **options) -> 
 
 
 def chunks_of(run_dir: Path, url: str) -> list[dict]:
-    rows = orjson.loads((run_dir / CHUNKS_JSON).read_bytes())
+    rows = orjson.loads(RunDir(run_dir).chunks_json.read_bytes())
     return [row for row in rows if row["metadata"]["sourceUrl"] == url]
 
 
@@ -98,7 +98,7 @@ def test_a_page_over_the_limit_is_set_aside_and_keeps_its_last_good_chunks(
     start, outcome, published = night(data_dir, crawl, strict_suites, "night-2")
 
     assert outcome.success and published.published
-    assert (data_dir / LATEST).resolve() == start.run_dir
+    assert DataDir(data_dir).latest.resolve() == start.run_dir
     [aside] = outcome.pages_set_aside
     page5 = f"{BASE}/page-5"
     kept = chunks_of(night1.run_dir, page5)
@@ -112,7 +112,7 @@ def test_a_page_over_the_limit_is_set_aside_and_keeps_its_last_good_chunks(
         page5: "token_count_within_limit",
         f"{BASE}/page-5-copy": "token_count_within_limit",
     }
-    report = json.loads((start.run_dir / REPORT_JSON).read_text())
+    report = json.loads(RunDir(start.run_dir).report_json.read_text())
     assert [page["url"] for page in report["pages_set_aside"]] == [page5]
     assert published.validation.pages_set_aside == outcome.pages_set_aside
     html = (start.run_dir / "validation" / "report.html").read_text()
@@ -149,8 +149,8 @@ def test_more_failed_pages_than_max_failed_pages_fail_the_run(tmp_path, strict_s
         "2 pages failed page-level expectations, more than max_failed_pages allows "
         "(1.0% of 121 pages = 1)"
     )
-    assert read_status(start.run_dir).status == "failed"
-    assert (data_dir / LATEST).resolve() == night1.run_dir
+    assert RunDir(start.run_dir).read_status().status == "failed"
+    assert DataDir(data_dir).latest.resolve() == night1.run_dir
 
     again, outcome, published = night(
         data_dir, crawl, strict_suites, "night-2-again", max_failed_pages=0.02

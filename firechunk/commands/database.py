@@ -251,9 +251,10 @@ def _check_text(question: str) -> None:
 def _check_loaded(db: str | None, data_dir: Path) -> None:
     """A reader finds no embedded database under `data_dir`: nothing was loaded there, and
     nothing is started to learn it."""
+    from firechunk.db import embedded
     from firechunk.db.connect import database_url
 
-    if database_url(db) is None and not _has_database(data_dir):
+    if database_url(db) is None and not embedded.exists(data_dir):
         raise _UserError(_nothing_loaded(db, data_dir))
 
 
@@ -261,6 +262,7 @@ def _nothing_loaded(db: str | None, data_dir: Path) -> str:
     """What to do when the database read holds no run: load one into it, or, when `make
     demo` left its database in data/demo and another data directory was read (the
     default, data), read that one."""
+    from firechunk.db import embedded
     from firechunk.db.connect import database_url
     from firechunk.db.failures import redact
 
@@ -270,17 +272,9 @@ def _nothing_loaded(db: str | None, data_dir: Path) -> str:
         return f"the database at {redact(url)} holds no loaded run yet: run `{load}` first"
     load = "firechunk load" + ("" if data_dir == DEFAULT_DATA_DIR else f" --data-dir {data_dir}")
     message = f"nothing has been loaded into the database in {data_dir}/ yet: run `{load}` first"
-    if _has_database(DEMO_DATA_DIR) and data_dir.resolve() != DEMO_DATA_DIR.resolve():
+    if embedded.exists(DEMO_DATA_DIR) and data_dir.resolve() != DEMO_DATA_DIR.resolve():
         message += f", or add --data-dir {DEMO_DATA_DIR} for the one `make demo` loaded"
     return message
-
-
-def _has_database(data_dir: Path) -> bool:
-    """Whether the embedded database under `data_dir` was ever made (the first load makes
-    it)."""
-    from firechunk.db.embedded import CLUSTER_DIR
-
-    return (data_dir / CLUSTER_DIR / "PG_VERSION").exists()
 
 
 class _UserError(CommandError):

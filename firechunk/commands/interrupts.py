@@ -112,13 +112,14 @@ def end(command: str) -> str:
         return f"{stopped.subject} interrupted while {stopped.what}; {stopped.kept()}"
     if not runs:
         return f"{command} interrupted"
-    from firechunk.publish import describe_latest, read_status
+    from firechunk.layout import RunDir
+    from firechunk.publish import describe_latest
 
     run_dir = runs[-1]
     kept = describe_latest(run_dir.parent.parent, run_dir.name)
     if run_dir in marked:
         return f"run {run_dir.name} interrupted; {kept}"
-    status = read_status(run_dir)
+    status = RunDir(run_dir).read_status()
     ended = f" ({status.status})" if status is not None else ""
     return f"{command} interrupted after run {run_dir.name} ended{ended}; {kept}"
 

@@ -43,10 +43,10 @@ def runs(
     the dashboard's summary totals it), when each started, the collection it loads into, and
     which one `latest` points at; first, the run the database holds and how many published
     runs it is behind. The embedded database is read only if a load made it."""
-    from firechunk.publish import RUNS_DIR
+    from firechunk.layout import DataDir
     from firechunk.run.history import list_runs
 
-    if not (data_dir / RUNS_DIR).is_dir():
+    if not DataDir(data_dir).runs.is_dir():
         typer.echo(f"no runs in {data_dir} yet")
         return
     every = list_runs(data_dir)

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from firechunk.atomic import write_json
 from firechunk.crawl.errors import CrawlError, CrawlInUseError, JobStateError
+from firechunk.layout import DataDir, RawCrawl
 from firechunk.schemas.job import CrawlJobState, CrawlTarget, utc_now
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -60,21 +61,23 @@ def default_name(target: CrawlTarget) -> str:
 
 @dataclass(frozen=True)
 class CrawlPaths:
+    """A crawl's files in `data_dir` (`firechunk.layout`), its raw folder checked to be one."""
+
     data_dir: Path
 
     @property
     def jobs_dir(self) -> Path:
-        return self.data_dir / "jobs"
+        return DataDir(self.data_dir).jobs
 
     @property
     def raw_root(self) -> Path:
-        return self.data_dir / "raw"
+        return DataDir(self.data_dir).raw
 
     def state_file(self, name: str) -> Path:
-        return self.jobs_dir / f"{name}.json"
+        return DataDir(self.data_dir).job_state(name)
 
     def lock_file(self, name: str) -> Path:
-        return self.jobs_dir / f"{name}.lock"
+        return DataDir(self.data_dir).job_lock(name)
 
     def raw_dir(self, job_id: str) -> Path:
         """data/raw/<job_id>, if that really is a folder right inside data/raw.
@@ -94,10 +97,10 @@ class CrawlPaths:
         return folder
 
     def pages_file(self, job_id: str) -> Path:
-        return self.raw_dir(job_id) / "pages.jsonl"
+        return RawCrawl(self.raw_dir(job_id)).pages_jsonl
 
     def crawl_file(self, job_id: str) -> Path:
-        return self.raw_dir(job_id) / "crawl.json"
+        return RawCrawl(self.raw_dir(job_id)).crawl_json
 
 
 def load_state(path: Path) -> CrawlJobState | None:

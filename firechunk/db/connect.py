@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from firechunk.db import embedded
 from firechunk.db.failures import DatabaseError, NotAPostgresUrl, explained, redact
+from firechunk.layout import DataDir
 
 if TYPE_CHECKING:
     import psycopg
@@ -93,7 +94,7 @@ def connection(url: str | None, data_dir: Path, create: bool = True) -> Iterator
     under `data_dir`; a database failure inside becomes a `DatabaseError` whose one line
     says what to do (`firechunk.db.failures`). `create` false for a reader: it never makes
     a new embedded cluster. What the library's `firechunk.load` and `firechunk.search` open."""
-    embedded_dir = None if url else Path(data_dir) / embedded.CLUSTER_DIR
+    embedded_dir = None if url else DataDir(data_dir).postgres
     with connect(url, Path(data_dir), create) as conn, explained(embedded_dir):
         conn.autocommit = True
         yield conn

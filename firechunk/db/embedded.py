@@ -38,8 +38,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from firechunk.atomic import write_text
+from firechunk.layout import DataDir
 
-CLUSTER_DIR = "postgres"
 NOBODY = 65534
 _SOCKET_NAME = ".s.PGSQL.5432"
 _SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes, the last one a NUL
@@ -71,7 +71,7 @@ _in_use: dict[tuple[int, Path], tuple[str, int]] = {}  # (pid, cluster) -> (url,
 def exists(data_dir: Path) -> bool:
     """Whether the embedded database under `data_dir` was ever made (the first load makes
     it): a reader that finds none knows nothing was loaded, without starting anything."""
-    return (data_dir.resolve() / CLUSTER_DIR / "PG_VERSION").exists()
+    return (DataDir(data_dir.resolve()).postgres / "PG_VERSION").exists()
 
 
 @contextlib.contextmanager
@@ -79,7 +79,7 @@ def running(data_dir: Path, create: bool = True) -> Iterator[str]:
     """The URL of the server under `data_dir`, started or joined; stopped on leaving unless
     another live process holds it. With `create` false, a missing cluster is an error
     instead of a new one: a command that only reads has nothing to read there."""
-    cluster = data_dir.resolve() / CLUSTER_DIR
+    cluster = DataDir(data_dir.resolve()).postgres
     url = _hold(cluster, create)
     try:
         yield url

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import orjson
 
-from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, read_status
+from firechunk.layout import RUN_ID, DataDir, RunDir
 from firechunk.run.collection import legacy_site, run_collection
 from firechunk.run.history import run_started
-from firechunk.run.write import CHUNKS_JSON
 
 # Longer strings (a title, a heading, a URL) are cut: no real one comes near, and Postgres
 # indexes and full-text columns have limits. A chunk's text is bounded by the chunker.
@@ -89,7 +88,7 @@ class PublishedRun:
 
     def is_latest(self) -> bool:
         """Whether the data directory's `latest` still points at this run."""
-        link = self.data_dir / LATEST
+        link = DataDir(self.data_dir).latest
         return link.exists() and link.resolve() == self.run_dir.resolve()
 
 
@@ -99,7 +98,7 @@ def published_run(
     """The run `run` ("latest" or a run id) of `data_dir`, if it passed validation, into
     `collection` (default: the one the run names)."""
     run_dir = _run_dir(data_dir, run)
-    status = read_status(run_dir)
+    status = RunDir(run_dir).read_status()
     if status is None:
         raise RunNotLoadable(f"run {run_dir.name} has not finished (no status.json): not loaded")
     if status.status != "passed":
@@ -107,7 +106,7 @@ def published_run(
             f"run {status.run_id} {status.status} validation or publishing: only a published "
             "run is loaded (firechunk load --run latest)"
         )
-    chunks = read_chunks(run_dir / CHUNKS_JSON)
+    chunks = read_chunks(RunDir(run_dir).chunks_json)
     urls = [chunk.url for chunk in chunks]
     return PublishedRun(
         run_id=status.run_id,
@@ -121,16 +120,19 @@ def published_run(
 
 
 def _run_dir(data_dir: Path, run: str) -> Path:
-    if run == LATEST:
-        link = data_dir / LATEST
-        if not link.exists():
-            raise RunNotLoadable(f"{link}: no published run yet (run `firechunk rebuild` first)")
-        return link.resolve()
+    """The directory of `run`: the one `latest` points at when it is named after the link."""
+    data = DataDir(data_dir)
+    if run == data.latest.name:
+        if not data.latest.exists():
+            raise RunNotLoadable(
+                f"{data.latest}: no published run yet (run `firechunk rebuild` first)"
+            )
+        return data.latest.resolve()
     if not RUN_ID.fullmatch(run):
         raise RunNotLoadable(f"run id {run!r}: use letters, digits, '.', '_' and '-' only")
-    run_dir = data_dir / RUNS_DIR / run
+    run_dir = data.run(run).path
     if not run_dir.is_dir():
-        raise RunNotLoadable(f"no run {run!r} in {data_dir / RUNS_DIR}")
+        raise RunNotLoadable(f"no run {run!r} in {data.runs}")
     return run_dir
 
 

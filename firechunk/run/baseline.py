@@ -22,10 +22,9 @@ from typing import Any
 
 import orjson
 
-from firechunk.publish import LATEST, STATUS_JSON, read_status
-from firechunk.run.manifest import MANIFEST_JSON, damaged_files
+from firechunk.layout import DataDir, RunDir
+from firechunk.run.manifest import damaged_files
 from firechunk.run.rows import page_url
-from firechunk.run.write import CHUNKS_JSON
 from firechunk.schemas.chunk import Chunk
 
 WAY_OUT = (
@@ -48,7 +47,7 @@ class Baseline:
 
 def find_baseline(data_dir: Path) -> Baseline | None:
     """The run `data_dir/latest` points at; None before the first publication."""
-    link = Path(data_dir) / LATEST
+    link = DataDir(data_dir).latest
     if not link.is_symlink():
         if link.exists():
             raise BaselineError(f"{link} is not a symlink to a run: {WAY_OUT}")
@@ -56,9 +55,9 @@ def find_baseline(data_dir: Path) -> Baseline | None:
     run_dir = link.resolve()
     if not run_dir.is_dir():
         raise BaselineError(f"{link} points at {run_dir}, which does not exist: {WAY_OUT}")
-    status_file = run_dir / STATUS_JSON
+    status_file = RunDir(run_dir).status_json
     try:
-        status = read_status(run_dir)
+        status = RunDir(run_dir).read_status()
     except (OSError, ValueError) as error:
         first_line = str(error).splitlines()[0]
         raise BaselineError(f"{status_file} cannot be read ({first_line}): {WAY_OUT}") from None
@@ -73,7 +72,7 @@ def published_digests(run_dir: Path) -> dict[str, str] | None:
     """File name -> the sha256 the run's manifest.json recorded as it was published; None
     when there is no readable manifest, and then none of the run's files can be verified."""
     try:
-        recorded = orjson.loads((Path(run_dir) / MANIFEST_JSON).read_bytes())["files"]
+        recorded = orjson.loads(RunDir(run_dir).manifest_json.read_bytes())["files"]
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
         return None
     if not isinstance(recorded, dict):
@@ -94,7 +93,7 @@ def rows_of_pages(run_dir: Path, urls: Collection[str]) -> dict[str, list[dict[s
     their order: what a page set aside by validation keeps. Read only on that path, and
     only from a baseline whose files match its manifest."""
     rows: dict[str, list[dict[str, Any]]] = {}
-    for row in orjson.loads((Path(run_dir) / CHUNKS_JSON).read_bytes()):
+    for row in orjson.loads(RunDir(run_dir).chunks_json.read_bytes()):
         url = page_url(Chunk.model_validate(row))
         if url in urls:
             rows.setdefault(url, []).append(row)

@@ -44,7 +44,6 @@ from firechunk.chunker.page import ChunkerOptions
 from firechunk.run.outcomes import PackedOutcome, StoredDraft, StoredOutcome
 from firechunk.run.plan import PageInput, PlannedPage
 
-STATE_FILE = "rebuild_state.sqlite"
 _PACKAGE = Path(__file__).resolve().parent.parent  # firechunk/
 
 

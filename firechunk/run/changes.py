@@ -29,14 +29,11 @@ import orjson
 import polars as pl
 
 from firechunk.atomic import write_json
+from firechunk.layout import RunDir
 from firechunk.run.baseline import WAY_OUT, BaselineError, published_digests
-from firechunk.run.cache import STATE_FILE, read_chunk_rows
-from firechunk.run.manifest import MANIFEST_JSON
-from firechunk.run.write import CHUNKS_JSON, CHUNKS_PARQUET, PAGES_PARQUET
+from firechunk.run.cache import read_chunk_rows
 from firechunk.schemas.changes import ChangeSet, PageChange
 from firechunk.schemas.report import PageRecord
-
-CHANGES_JSON = "changes.json"
 
 
 def change_set(
@@ -63,7 +60,7 @@ def change_set(
             before_rows = verified_chunk_rows(baseline[1])
         except Unverified as why:
             distrust = f"baseline run {baseline[0]}: {why}"
-        pages_file = Path(baseline[1]) / PAGES_PARQUET
+        pages_file = RunDir(baseline[1]).pages_parquet
         before_pages = _versions(
             _read_baseline(
                 pages_file, lambda: pl.read_parquet(pages_file, columns=list(_PAGE_COLUMNS))
@@ -146,11 +143,11 @@ def _versions(pages: pl.DataFrame) -> pl.DataFrame:
 
 
 def write_changes(run_dir: Path, changes: ChangeSet) -> Path:
-    return write_json(Path(run_dir) / CHANGES_JSON, changes.model_dump(mode="json"))
+    return write_json(RunDir(run_dir).changes_json, changes.model_dump(mode="json"))
 
 
 def read_changes(run_dir: Path) -> ChangeSet:
-    return ChangeSet.model_validate_json((Path(run_dir) / CHANGES_JSON).read_bytes())
+    return ChangeSet.model_validate_json(RunDir(run_dir).changes_json.read_bytes())
 
 
 class Unverified(Exception):
@@ -166,18 +163,20 @@ def verified_chunk_rows(run_dir: Path) -> dict[str, str | None]:
     A database holds what a loader read from chunks.json or chunks.parquet, so both must be
     as published: were either edited, the database may hold that version or the published
     one, and no diff is right for both."""
+    run = RunDir(run_dir)
     recorded = published_digests(run_dir)
     if recorded is None:
-        raise Unverified(f"its {MANIFEST_JSON} is missing or unreadable: no file can be verified")
-    _check(Path(run_dir) / CHUNKS_PARQUET, recorded)
-    state = Path(run_dir) / STATE_FILE
-    if _matches(state, recorded):
-        _check(Path(run_dir) / CHUNKS_JSON, recorded)
+        raise Unverified(
+            f"its {run.manifest_json.name} is missing or unreadable: no file can be verified"
+        )
+    _check(run.chunks_parquet, recorded)
+    if _matches(run.state_file, recorded):
+        _check(run.chunks_json, recorded)
         try:
-            return dict(read_chunk_rows(state))
+            return dict(read_chunk_rows(run.state_file))
         except sqlite3.Error:
             pass  # a cache without chunk digests: the ids come from chunks.json
-    return _chunk_ids(Path(run_dir) / CHUNKS_JSON, recorded)
+    return _chunk_ids(run.chunks_json, recorded)
 
 
 def _matches(path: Path, recorded: dict[str, str]) -> bool:
@@ -188,16 +187,16 @@ def _matches(path: Path, recorded: dict[str, str]) -> bool:
 def _check(path: Path, recorded: dict[str, str]) -> None:
     """Unverified unless `path` has the sha256 the manifest records for it."""
     if path.name not in recorded:
-        raise Unverified(f"its {MANIFEST_JSON} does not record {path.name}")
+        raise Unverified(_unrecorded(path))
     if not _matches(path, recorded):
-        raise Unverified(_changed(path.name))
+        raise Unverified(_changed(path))
 
 
 def _chunk_ids(path: Path, recorded: dict[str, str]) -> dict[str, None]:
     """The chunk ids of a `chunks.json` (one row a line), hashed as they are read, so the
     ids returned are those of the bytes checked against the manifest."""
     if path.name not in recorded:
-        raise Unverified(f"its {MANIFEST_JSON} does not record {path.name}")
+        raise Unverified(_unrecorded(path))
     digest = hashlib.sha256()
     ids: dict[str, None] = {}
     readable = True
@@ -212,16 +211,26 @@ def _chunk_ids(path: Path, recorded: dict[str, str]) -> dict[str, None]:
                     except (orjson.JSONDecodeError, KeyError, TypeError):
                         readable = False
     except OSError:
-        raise Unverified(_changed(path.name)) from None
+        raise Unverified(_changed(path)) from None
     if digest.hexdigest() != recorded[path.name]:
-        raise Unverified(_changed(path.name))
+        raise Unverified(_changed(path))
     if not readable:
         raise Unverified(f"its {path.name} is not one chunk row a line")
     return ids
 
 
-def _changed(name: str) -> str:
-    return f"its {name} is missing or changed since it was published ({MANIFEST_JSON})"
+def _unrecorded(path: Path) -> str:
+    """`path`, a file of a run, is not among those the run's manifest records."""
+    return f"its {_manifest_name(path)} does not record {path.name}"
+
+
+def _changed(path: Path) -> str:
+    return f"its {path.name} is missing or changed since it was published ({_manifest_name(path)})"
+
+
+def _manifest_name(path: Path) -> str:
+    """The name of the manifest of the run `path` (a file in it) belongs to."""
+    return RunDir(path.parent).manifest_json.name
 
 
 def _sha256(path: Path) -> str | None:
@@ -236,14 +245,15 @@ def baseline_chunk_rows(run_dir: Path, damaged: tuple[str, ...] = ()) -> dict[st
     """Chunk id -> row digest of a published run, from its page cache; from its
     chunks.parquet, ids alone (digest None: every chunk then an upsert), when the cache is
     damaged or unreadable. Deletes stay exact either way."""
-    state = Path(run_dir) / STATE_FILE
-    if state.is_file() and STATE_FILE not in damaged:
+    run = RunDir(run_dir)
+    state = run.state_file
+    if state.is_file() and state.name not in damaged:
         try:
             return dict(read_chunk_rows(state))
         except sqlite3.Error:
             pass
-    parquet = Path(run_dir) / CHUNKS_PARQUET
-    if CHUNKS_PARQUET in damaged:
+    parquet = run.chunks_parquet
+    if parquet.name in damaged:
         raise BaselineError(
             f"{parquet} and {state.name} changed since the run was published "
             f"(manifest.json): its chunks cannot be told. {WAY_OUT[0].upper()}{WAY_OUT[1:]}"

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from firechunk.run.write import REPORT_JSON
+from firechunk.layout import RunDir
 
 
 def default_collection(urls: Iterable[str]) -> str:
@@ -56,7 +56,7 @@ def run_collection(run_dir: Path, urls: Iterable[str]) -> str:
     """The collection a run's report names; derived from `urls` for a run written before
     reports named one."""
     try:
-        named = orjson.loads((Path(run_dir) / REPORT_JSON).read_bytes()).get("collection")
+        named = orjson.loads(RunDir(run_dir).report_json.read_bytes()).get("collection")
     except (OSError, orjson.JSONDecodeError, AttributeError):
         named = None
     return named if isinstance(named, str) and named else default_collection(urls)

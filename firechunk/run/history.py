@@ -17,17 +17,12 @@ from typing import Any
 import orjson
 
 from firechunk.atomic import write_json
-from firechunk.publish import LATEST, RUN_ID, RUNS_DIR, SHRINK_GUARD, read_status
+from firechunk.layout import DataDir, RunDir
+from firechunk.publish import SHRINK_GUARD
 from firechunk.retention import run_is_running
-from firechunk.run.changes import CHANGES_JSON
-from firechunk.run.stages import RUN_JSON
-from firechunk.run.write import REPORT_JSON
-from firechunk.validate.suites import VALIDATION_DIR
 
-VALIDATION_SUMMARY = f"{VALIDATION_DIR}/summary.json"
-# The run's seconds per stage, as the rebuild flow timed them, and their "total": the whole
+# In seconds.json, beside each stage's seconds as the rebuild flow timed them: the whole
 # run, the figure the trend, its chart and `firechunk runs` show (`record_seconds`).
-SECONDS_JSON = "seconds.json"
 TOTAL = "total"
 
 
@@ -73,21 +68,18 @@ class RunRow:
 
 def list_runs(data_dir: Path, limit: int | None = None) -> list[RunRow]:
     """The runs under `data_dir/runs/`, newest first (by when each started), at most `limit`."""
-    runs_dir = Path(data_dir) / RUNS_DIR
-    if not runs_dir.is_dir():
-        return []
-    link = Path(data_dir) / LATEST
-    latest = link.resolve() if link.is_symlink() else None
-    dirs = [path for path in runs_dir.iterdir() if RUN_ID.fullmatch(path.name) and path.is_dir()]
-    dated = sorted(((run_started(path), path) for path in dirs), reverse=True)
+    data = DataDir(data_dir)
+    latest = data.latest_run()
+    dated = sorted(((run_started(path), path) for path in data.run_dirs()), reverse=True)
     return [read_run(path, started, path.resolve() == latest) for started, path in dated[:limit]]
 
 
 def read_run(run_dir: Path, started: datetime | None = None, latest: bool = False) -> RunRow:
     """One run's row, from whichever of its files it has written."""
-    report = _json(run_dir / REPORT_JSON)
-    changes = _json(run_dir / CHANGES_JSON)
-    validation = _json(run_dir / VALIDATION_SUMMARY)
+    run = RunDir(run_dir)
+    report = _json(run.report_json)
+    changes = _json(run.changes_json)
+    validation = _json(run.validation_summary)
     return RunRow(
         run_id=run_dir.name,
         verdict=_verdict(run_dir),
@@ -99,7 +91,7 @@ def read_run(run_dir: Path, started: datetime | None = None, latest: bool = Fals
         quarantined=_int(report.get("pages_quarantined")),
         upserts=_count(changes.get("upsert")),
         deletes=_count(changes.get("delete")),
-        seconds=_seconds(_json(run_dir / SECONDS_JSON), report, validation),
+        seconds=_seconds(_json(run.seconds_json), report, validation),
         collection=report.get("collection") if isinstance(report.get("collection"), str) else None,
         why=why_not_published(run_dir),
     )
@@ -110,7 +102,7 @@ def record_seconds(run_dir: Path, stages: dict[str, float]) -> float:
     ignored) to the run's seconds.json, and their sum as its total, which it returns: the
     rebuild flow writes all its stages once it knows whether the run is published, the
     stage flows (chunk, then validate-publish) each their own."""
-    path = Path(run_dir) / SECONDS_JSON
+    path = RunDir(run_dir).seconds_json
     recorded = {
         stage: value
         for stage, value in _json(path).items()
@@ -127,7 +119,7 @@ def why_not_published(run_dir: Path) -> str | None:
     "it passed validation, but publishing it was refused by the shrink guard: the run
     drops 9 of its 13 pages (69%) …"; None for a run that passed, or has no verdict yet."""
     try:
-        status = read_status(run_dir)
+        status = RunDir(run_dir).read_status()
     except (OSError, ValueError):
         return None
     if status is None or status.status == "passed":
@@ -151,7 +143,7 @@ def why_not_published(run_dir: Path) -> str | None:
 
 def _verdict(run_dir: Path) -> str:
     try:
-        status = read_status(run_dir)
+        status = RunDir(run_dir).read_status()
     except ValueError:
         return "unreadable"
     if status is not None:
@@ -162,7 +154,7 @@ def _verdict(run_dir: Path) -> str:
 def run_started(run_dir: Path) -> datetime:
     """When the run was claimed: its run.json is written then and never again (the
     directory's own time moves with every file added)."""
-    source = run_dir / RUN_JSON
+    source = RunDir(run_dir).run_json
     try:
         stamp = source.stat().st_mtime
     except OSError:

@@ -14,33 +14,35 @@ from pathlib import Path
 import orjson
 
 from firechunk.atomic import write_json
+from firechunk.layout import RunDir
 
-MANIFEST_JSON = "manifest.json"
 _CHUNK = 1 << 20
 
 
 def write_manifest(run_dir: Path) -> Path:
     """Record the sha256 of every file under `run_dir` (paths relative to it)."""
-    return write_json(run_dir / MANIFEST_JSON, {"files": _digests(run_dir)})
+    return write_json(RunDir(run_dir).manifest_json, {"files": _digests(run_dir)})
 
 
 def damaged_files(run_dir: Path) -> list[str]:
-    """The files of `run_dir` that are missing or differ from its manifest; [MANIFEST_JSON]
-    when the manifest itself is missing or unreadable."""
+    """The files of `run_dir` that are missing or differ from its manifest; the manifest's
+    own name when it is missing or unreadable."""
+    manifest = RunDir(run_dir).manifest_json
     try:
-        recorded = orjson.loads((run_dir / MANIFEST_JSON).read_bytes())["files"]
+        recorded = orjson.loads(manifest.read_bytes())["files"]
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
-        return [MANIFEST_JSON]
+        return [manifest.name]
     if not isinstance(recorded, dict):
-        return [MANIFEST_JSON]
+        return [manifest.name]
     return sorted(name for name, sha in recorded.items() if _sha256(run_dir / name) != sha)
 
 
 def _digests(run_dir: Path) -> dict[str, str]:
+    manifest = RunDir(run_dir).manifest_json
     return {
         path.relative_to(run_dir).as_posix(): _sha256(path)
         for path in sorted(run_dir.rglob("*"))
-        if path.is_file() and path.name != MANIFEST_JSON and not path.name.startswith(".")
+        if path.is_file() and path.name != manifest.name and not path.name.startswith(".")
     }
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import polars as pl
 
+from firechunk.layout import RunDir
 from firechunk.run.changes import baseline_chunk_rows, read_changes
 from firechunk.run.collection import same_site
-from firechunk.run.write import PAGES_PARQUET
 
 DEFAULT_MAX_SHRINK = 0.2
 
@@ -56,5 +56,5 @@ def _share(part: int, whole: int) -> float:
 def _counts(run_dir: Path) -> tuple[int, int]:
     """A run's crawled pages and chunks, read from what the change set was computed from
     (so a baseline's damaged report or Parquet copy does not matter)."""
-    pages = pl.scan_parquet(run_dir / PAGES_PARQUET).select(pl.len()).collect().item()
+    pages = pl.scan_parquet(RunDir(run_dir).pages_parquet).select(pl.len()).collect().item()
     return pages, len(baseline_chunk_rows(run_dir))

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from firechunk.chunker.split import Limits
-from firechunk.run.write import CHUNKS_PARQUET
+from firechunk.layout import RunDir
 
 BUCKET_TOKENS = 100
 TOP_TOKENS = Limits.hard  # the chunks suite's ceiling: buckets up to it are always shown
@@ -34,7 +34,7 @@ class Bucket:
 
 def token_counts(run_dir: Path) -> pl.Series:
     """Every chunk's token count, in chunks.parquet order (only that column is read)."""
-    path = Path(run_dir) / CHUNKS_PARQUET
+    path = RunDir(run_dir).chunks_parquet
     counts = pl.scan_parquet(path).select(pl.col("metadata").struct.field("token_count"))
     return counts.collect().to_series()
 

@@ -37,8 +37,8 @@ from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
 from firechunk.crawlfile import read_crawl
+from firechunk.layout import DataDir, RunDir
 from firechunk.publish import (
-    RUNS_DIR,
     claim_run_dir,
     describe_latest,
     failure_recorded,
@@ -47,12 +47,11 @@ from firechunk.publish import (
     publish_if_passed,
     record_verdict,
     refuse,
-    write_status,
 )
 from firechunk.retention import hold_run_lock
 from firechunk.run.assemble import NOTHING_ASIDE, Aside, assemble
 from firechunk.run.baseline import damage_warning, find_baseline, rows_of_pages
-from firechunk.run.cache import STATE_FILE, PageCache, outcome_key
+from firechunk.run.cache import PageCache, outcome_key
 from firechunk.run.changes import change_set, write_changes
 from firechunk.run.collection import collection_for_run
 from firechunk.run.executors import Executor, in_process, results_of
@@ -69,7 +68,6 @@ from firechunk.validate.set_aside import pages_to_set_aside
 from firechunk.validate.suites import SUITES_DIR, record_outcome, validate_tables
 from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
 
-RUN_JSON = "run.json"
 # Fewer characters than this left to chunk are chunked in this process when the run reuses
 # pages or was not told how many workers to use: 2 MB is a few seconds of chunking, about
 # what starting worker processes (or connecting to a cluster) costs before they chunk
@@ -97,13 +95,13 @@ class RunStart(BaseModel, frozen=True):
         files are not the ones published (`firechunk.run.baseline`)."""
         if self.settings.full or self.baseline_dir is None or self.baseline_damaged:
             return None
-        return self.baseline_dir / STATE_FILE
+        return RunDir(self.baseline_dir).state_file
 
     @classmethod
     def load(cls, run_dir: Path) -> RunStart:
-        path = Path(run_dir) / RUN_JSON
+        path = RunDir(run_dir).run_json
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: not a run directory (no {RUN_JSON})")
+            raise FileNotFoundError(f"{path}: not a run directory (no {path.name})")
         return cls.model_validate_json(path.read_bytes())
 
 
@@ -128,7 +126,7 @@ def start_run(
     """Find the baseline first, then claim the run's directory (it is never the baseline)."""
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
     baseline = find_baseline(data_dir)
-    run_id, run_dir = claim_run_dir(data_dir / RUNS_DIR, run_id)
+    run_id, run_dir = claim_run_dir(DataDir(data_dir).runs, run_id)
     hold_run_lock(run_dir)  # for as long as this process lives: the run is running
     start = RunStart(
         run_id=run_id,
@@ -139,7 +137,7 @@ def start_run(
         baseline_damaged=baseline.damaged if baseline else (),
         settings=settings,
     )
-    write_json(run_dir / RUN_JSON, start.model_dump(mode="json"))
+    write_json(RunDir(run_dir).run_json, start.model_dump(mode="json"))
     return start
 
 
@@ -155,7 +153,7 @@ def start_out_run(out_dir: Path, settings: RunSettings = RunSettings()) -> RunSt
         data_dir=None,
         settings=settings,
     )
-    write_json(out_dir / RUN_JSON, start.model_dump(mode="json"))
+    write_json(RunDir(out_dir).run_json, start.model_dump(mode="json"))
     return start
 
 
@@ -190,7 +188,7 @@ def chunk_stage(
             )
             for page in plan.to_chunk
         }
-        cache = PageCache.create(start.run_dir / STATE_FILE, encoding=settings.encoding)
+        cache = PageCache.create(RunDir(start.run_dir).state_file, encoding=settings.encoding)
         try:
             reused = cache.copy_from(start.reuse_from, keys.values()) if start.reuse_from else set()
             fresh = [page for page in plan.to_chunk if keys[page.index] not in reused]
@@ -233,7 +231,7 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
     _check_baseline_kept(start)
     with _stage(start, "writing the run"):
         aside = _aside(start, set_aside) if set_aside else NOTHING_ASIDE
-        cache = PageCache.open(run_dir / STATE_FILE)
+        cache = PageCache.open(RunDir(run_dir).state_file)
         try:
             pages = cache.plan()
             started = float(cache.meta("started") or time.time())
@@ -297,7 +295,9 @@ def _check_baseline_kept(start: RunStart) -> None:
     current = last_good_run(start.data_dir) if start.data_dir else None
     moved = f"; latest is now run {current[0]}" if current else ""
     why = f"its baseline, run {start.baseline_id}, was removed while it ran{moved}"
-    write_status(start.run_dir, RunStatus(run_id=start.run_id, status="superseded", error=why))
+    RunDir(start.run_dir).write_status(
+        RunStatus(run_id=start.run_id, status="superseded", error=why)
+    )
     raise RunSuperseded(f"run {start.run_id} was not written: {why}. Rebuild again.")
 
 

@@ -23,14 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from firechunk.atomic import atomic_open, atomic_write, write_json, write_jsonl
+from firechunk.layout import RunDir
 from firechunk.schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
 from firechunk.schemas.report import ChunkReport, ChunkRun, QuarantineRecord
-
-CHUNKS_PARQUET = "chunks.parquet"
-CHUNKS_JSON = "chunks.json"
-PAGES_PARQUET = "pages.parquet"
-QUARANTINE_JSONL = "quarantine.jsonl"
-REPORT_JSON = "report.json"
 
 PARQUET_COMPRESSION = "zstd"
 ROWS_PER_GROUP = 2000  # chunks per Parquet row group: a few MB of text
@@ -47,22 +42,21 @@ def write_page_files(
     run_dir: Path, pages: list, quarantine: list, report: ChunkReport
 ) -> list[Path]:
     """pages.parquet (PageRecords), quarantine.jsonl (QuarantineRecords), report.json."""
+    run = RunDir(run_dir)
     return [
-        write_parquet(
-            run_dir / PAGES_PARQUET, [p.model_dump(mode="json") for p in pages], PAGES_SCHEMA
-        ),
-        write_jsonl(run_dir / QUARANTINE_JSONL, (q.model_dump(mode="json") for q in quarantine)),
-        write_json(run_dir / REPORT_JSON, report.model_dump(mode="json")),
+        write_parquet(run.pages_parquet, [p.model_dump(mode="json") for p in pages], PAGES_SCHEMA),
+        write_jsonl(run.quarantine_jsonl, (q.model_dump(mode="json") for q in quarantine)),
+        write_json(run.report_json, report.model_dump(mode="json")),
     ]
 
 
 def read_report(run_dir: Path) -> ChunkReport:
     """The run's report.json (written again when validation set pages aside)."""
-    return ChunkReport.model_validate_json((Path(run_dir) / REPORT_JSON).read_bytes())
+    return ChunkReport.model_validate_json(RunDir(run_dir).report_json.read_bytes())
 
 
 def read_quarantine(run_dir: Path) -> list[QuarantineRecord]:
-    path = Path(run_dir) / QUARANTINE_JSONL
+    path = RunDir(run_dir).quarantine_jsonl
     lines = path.read_bytes().splitlines() if path.is_file() else []
     return [QuarantineRecord.model_validate_json(line) for line in lines if line.strip()]
 
@@ -83,7 +77,8 @@ class ChunkFileWriter:
     """
 
     def __init__(self, run_dir: Path) -> None:
-        self.paths = [Path(run_dir) / CHUNKS_PARQUET, Path(run_dir) / CHUNKS_JSON]
+        run = RunDir(run_dir)
+        self.paths = [run.chunks_parquet, run.chunks_json]
         self._stack = ExitStack()
         self._rows: list[dict[str, Any]] = []  # rows of the next Parquet row group
         self._lines = 0
@@ -115,7 +110,7 @@ class ChunkFileWriter:
             return
         mismatch = _key_mismatch(self._rows[0], pa.struct(list(CHUNKS_SCHEMA)), where="row")
         if mismatch:
-            raise ValueError(f"{CHUNKS_PARQUET}: {mismatch}; update schemas/parquet.py")
+            raise ValueError(f"{self.paths[0].name}: {mismatch}; update schemas/parquet.py")
         table = pa.Table.from_pylist(self._rows, schema=CHUNKS_SCHEMA)
         self._parquet.write_table(table, ROWS_PER_GROUP)
         self._rows = []

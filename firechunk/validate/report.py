@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from firechunk.atomic import write_text
+from firechunk.layout import RunDir
 from firechunk.schemas.validation import ExpectationOutcome, ValidationOutcome
 
-REPORT_HTML = "report.html"
 _VALUE_CHARS = 300  # an observed value or example cell longer than this is cut
 _HIDDEN_KWARGS = {"batch_id"}  # GX's own bookkeeping, not part of the rule
 
@@ -49,29 +49,30 @@ code, pre { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace;
 
 
 def write_report(
-    validation_dir: Path,
+    run_dir: Path,
     outcome: ValidationOutcome,
     results: dict[str, dict[str, Any]],
     run_id: str | None = None,
 ) -> Path:
-    """Write `validation_dir/report.html` (atomically) from the outcome and GX's results."""
-    return write_text(Path(validation_dir) / REPORT_HTML, render_report(outcome, results, run_id))
+    """Write the run's `validation/report.html` (atomically) from the outcome and GX's
+    results."""
+    return write_text(RunDir(run_dir).report_html, render_report(outcome, results, run_id))
 
 
 def write_report_from_files(
-    validation_dir: Path, outcome: ValidationOutcome | None = None, run_id: str | None = None
+    run_dir: Path, outcome: ValidationOutcome | None = None, run_id: str | None = None
 ) -> Path:
-    """Make the page from a run's `results/*.json` and `outcome` (by default its
-    `summary.json`: a run validated before the page existed, or whose page was deleted)."""
-    validation_dir = Path(validation_dir)
+    """Make the page from a run's `validation/results/*.json` and `outcome` (by default its
+    `validation/summary.json`: a run validated before the page existed, or whose page was
+    deleted)."""
+    run = RunDir(run_dir)
     if outcome is None:
-        summary = (validation_dir / "summary.json").read_bytes()
-        outcome = ValidationOutcome.model_validate_json(summary)
+        outcome = ValidationOutcome.model_validate_json(run.validation_summary.read_bytes())
     results = {
         path.stem: json.loads(path.read_text(encoding="utf-8"))
-        for path in sorted((validation_dir / "results").glob("*.json"))
+        for path in sorted(run.validation_results.glob("*.json"))
     }
-    return write_report(validation_dir, outcome, results, run_id)
+    return write_report(run_dir, outcome, results, run_id)
 
 
 def render_report(

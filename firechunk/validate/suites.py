@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from firechunk.atomic import write_json
+from firechunk.layout import RunDir
 from firechunk.schemas.report import ChunkRun
 from firechunk.schemas.validation import ExpectationOutcome, ValidationOutcome
 from firechunk.settings import RunSettings
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
 # expectations/ in the repository, installed as the package data of firechunk.expectations.
 SUITES_DIR = Path(str(files("firechunk.expectations")))
 SETTING = "$setting"  # a threshold that is a run setting: {"$setting": "hard_tokens"}
-VALIDATION_DIR = "validation"
-DATA_DOCS_DIR = "data_docs"
 DATA_DOCS_SITE = "firechunk"
 EXAMPLES_PER_EXPECTATION = 5
 _PARTIAL_UNEXPECTED = 20  # failing rows shown per expectation in Data Docs
@@ -140,9 +139,11 @@ def validate_tables(
     """
     started = time.perf_counter() if started is None else started
     suites = load_suite_files(suites_dir, settings)
-    validation_dir = Path(run_dir) / VALIDATION_DIR
-    validation_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{DATA_DOCS_DIR}.", dir=validation_dir))
+    run = RunDir(run_dir)
+    run.validation_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(prefix=f".{run.data_docs_dir.name}.", dir=run.data_docs_dir.parent)
+    )
     try:
         results = _run_suites(suites, tables, staging, run_id)
         outcomes = [
@@ -151,8 +152,8 @@ def validate_tables(
             for result in result["results"]
         ]
         for name, result in results.items():
-            write_json(validation_dir / "results" / f"{name}.json", _trimmed(result))
-        _replace_dir(staging, validation_dir / DATA_DOCS_DIR)
+            write_json(run.suite_result(name), _trimmed(result))
+        _replace_dir(staging, run.data_docs_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     outcome = ValidationOutcome(
@@ -162,7 +163,7 @@ def validate_tables(
         seconds=round(time.perf_counter() - started, 3),
         suites=list(results),
         expectations=outcomes,
-        data_docs_index=f"{VALIDATION_DIR}/{DATA_DOCS_DIR}/index.html",
+        data_docs_index=run.data_docs_index.relative_to(run.path).as_posix(),
     )
     record_outcome(run_dir, outcome, run_id)
     return outcome
@@ -172,9 +173,8 @@ def record_outcome(run_dir: Path, outcome: ValidationOutcome, run_id: str | None
     """`summary.json` and `report.html` (readable offline, unlike Data Docs) for `outcome`,
     from the results written beside them. Called again when the validate stage adds to
     an outcome (`firechunk.run.stages`), so both say which pages were set aside."""
-    validation_dir = Path(run_dir) / VALIDATION_DIR
-    write_json(validation_dir / "summary.json", outcome.model_dump(mode="json"))
-    write_report_from_files(validation_dir, outcome, run_id)
+    write_json(RunDir(run_dir).validation_summary, outcome.model_dump(mode="json"))
+    write_report_from_files(run_dir, outcome, run_id)
 
 
 def _run_suites(

@@ -30,12 +30,11 @@ import polars as pl
 from firechunk.atomic import atomic_write
 from firechunk.chunker.headings import heading_key, heading_lines
 from firechunk.chunker.page import content_hash
+from firechunk.layout import RunDir
 from firechunk.run.rows import page_url
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.report import ChunkRun, DuplicateChunk, PageRecord
 from firechunk.tokens import TokenCounter
-
-TABLES_DIR = Path("validation") / "tables"  # in the run directory, one Parquet file per table
 
 # Columns named in failure examples, so a failing row can be found in the outputs.
 ID_COLUMNS: dict[str, list[str]] = {
@@ -146,7 +145,7 @@ def write_tables(run_dir: Path, tables: dict[str, pl.DataFrame]) -> list[Path]:
     reads: the tables are built where the run is assembled, checked in another task."""
     paths = []
     for name, table in tables.items():
-        path = Path(run_dir) / TABLES_DIR / f"{name}.parquet"
+        path = RunDir(run_dir).table(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         paths.append(atomic_write(path, table.write_parquet))
     return paths
@@ -156,7 +155,7 @@ def read_tables(run_dir: Path) -> dict[str, pl.DataFrame]:
     """The run's tables, as `write_tables` wrote them."""
     return {
         path.stem: pl.read_parquet(path)
-        for path in sorted((Path(run_dir) / TABLES_DIR).glob("*.parquet"))
+        for path in sorted(RunDir(run_dir).tables_dir.glob("*.parquet"))
     }
 
 
