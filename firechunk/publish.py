@@ -18,9 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from firechunk.activity import is_interrupt
-from firechunk.layout import RUN_ID, DataDir, RunDir
+from firechunk.layout import DataDir, RunDir
 from firechunk.schemas.publish import PublishResult, RunStatus
 from firechunk.schemas.validation import ExpectationOutcome, ValidationOutcome
+from firechunk.settings import check_run_id
 
 SHRINK_GUARD = "publish/shrink_guard"  # in status.json's failed_expectations: `refuse`d
 
@@ -205,12 +206,6 @@ def new_run_id(now: datetime | None = None) -> str:
     """A UTC timestamp that sorts in time order, plus a random suffix for uniqueness."""
     now = now or datetime.now(UTC)
     return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-
-
-def check_run_id(run_id: str | None) -> None:
-    """A run id names a directory under runs/: nothing that could leave it."""
-    if run_id is not None and not RUN_ID.fullmatch(run_id):
-        raise ValueError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
 
 
 def claim_run_dir(runs_dir: Path, run_id: str | None = None) -> tuple[str, Path]:

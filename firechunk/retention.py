@@ -49,10 +49,8 @@ from pydantic import ValidationError
 from firechunk.crawl.errors import CrawlError
 from firechunk.crawl.jobstate import CrawlPaths, load_state
 from firechunk.layout import DataDir, RunDir
+from firechunk.settings import check_keep
 
-# The least `keep` allowed: the published run and the one before it, which a run that
-# started before the last publication may still be reading as its baseline.
-MIN_KEEP = 2
 _REMOVING = ".removing-"  # a directory being removed is renamed to this prefix first
 # A run with no lock file at all is dead only once it has not changed for this long: it
 # may have been claimed an instant ago (the lock comes next), or be run by a process that
@@ -75,12 +73,6 @@ class FinishedRun:
     run_id: str
     run_dir: Path
     finished_at: str  # UTC, ISO 8601: sorts in time order
-
-
-def check_keep(keep: int) -> None:
-    """`keep` as a rebuild takes it: 0 keeps every run, else at least `MIN_KEEP`."""
-    if keep != 0 and keep < MIN_KEEP:
-        raise ValueError(f"keep_runs must be 0 (keep every run) or at least {MIN_KEEP}, got {keep}")
 
 
 def prune_runs(data_dir: Path, keep: int) -> list[str]:

@@ -19,16 +19,18 @@ Kept free of Prefect, typer and the chunker: the command line imports it at star
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from firechunk.layout import RUN_ID
+
 SUPABASE_DOCS = "https://supabase.com/docs"
 DEFAULT_ENCODING = "cl100k_base"
-RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
-MIN_KEEP = 2  # the published run and the one being built: fewer would remove a live run
+# The least `keep_runs` allowed: the published run and the one before it, which a run that
+# started before the last publication may still be reading as its baseline.
+MIN_KEEP = 2
 
 ApiVersion = Literal["v1", "v2"]
 TaskRunnerKind = Literal["process", "dask"]

@@ -16,9 +16,10 @@ from firechunk.run.plan import PageInput
 
 PACKAGE = Path(cache.__file__).resolve().parents[1]  # firechunk/
 WORKER = PACKAGE / "run" / "outcomes.py"  # outcomes.chunk_pages: what every executor runs
-# Imported by the worker without shaping an outcome: `PageInput` carries the page's
-# inputs, which `outcome_key` hashes by value.
-INPUTS_ONLY = {PACKAGE / "run" / "plan.py"}
+# Imported by the worker without shaping an outcome but through values `outcome_key` hashes:
+# `PageInput` carries the page's inputs; the settings give the defaults of the token limits
+# and encoding, which reach the worker as the options and encoding the key holds.
+INPUTS_ONLY = {PACKAGE / "run" / "plan.py", PACKAGE / "settings.py"}
 
 
 def firechunk_imports(path: Path) -> set[Path]:

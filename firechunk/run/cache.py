@@ -50,8 +50,9 @@ _PACKAGE = Path(__file__).resolve().parent.parent  # firechunk/
 def _versioned_sources(package: Path) -> list[Path]:
     """The modules of `package` whose code decides a stored outcome: every module the
     worker (`outcomes.chunk_pages`) runs, but `run/plan.py`, whose `PageInput` only carries
-    the page's inputs, which `outcome_key` hashes by value. A test walks the worker's
-    imports and checks that each is here."""
+    the page's inputs, and `settings.py`, whose defaults reach the worker as the options and
+    encoding: `outcome_key` hashes those by value. A test walks the worker's imports and
+    checks that each is here."""
     return sorted((package / "chunker").glob("*.py")) + [
         package / "tokens.py",  # token counting
         package / "run" / "outcomes.py",  # the worker: overlaps, recounts, heading lines
