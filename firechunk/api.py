@@ -141,8 +141,8 @@ def chunk_markdown(
     from firechunk.run.plan import PageInput
     from firechunk.run.rows import page_rows
     from firechunk.run.titles import clean_title, page_problem
-    from firechunk.run.urls import canonical_url
     from firechunk.schemas.page import CrawledPage
+    from firechunk.urls import canonical_url
 
     # Read as a crawl reads a page (a lone surrogate becomes U+FFFD), titled as a run titles it.
     page = CrawledPage.model_validate({"markdown": markdown, "metadata": {"title": title}})

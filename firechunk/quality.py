@@ -15,11 +15,11 @@ from firechunk.chunker.cleanup import clean_markdown
 from firechunk.chunker.headings import heading_text
 from firechunk.chunker.split import Limits
 from firechunk.run.chrome import chrome_lines
-from firechunk.run.rows import page_url
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.page import CrawlResult
 from firechunk.schemas.report import ChunkRun
 from firechunk.tokens import TokenCounter
+from firechunk.urls import page_url
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")

@@ -17,7 +17,7 @@ from firechunk.run import plan
 from firechunk.run.memory import chunk_crawl
 from firechunk.run.outcomes import StoredOutcome, chunk_pages
 from firechunk.run.plan import PageInput
-from firechunk.run.urls import canonical_by_w3lib, canonical_url
+from firechunk.urls import canonical_by_w3lib, canonical_url
 from tests.chunk_helpers import count, crawl, page, run_markdown, run_pages, sentences
 
 BASE = "https://docs.example.com/guides"

@@ -19,7 +19,7 @@ from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
 from firechunk.run.plan import NOT_CHUNKED, PageInput, plan_pages
 from firechunk.run.stages import run_here, start_run
 from firechunk.run.titles import MAX_TITLE_CHARS, clean_title, recorded_title, title_problem
-from firechunk.run.urls import url_problem
+from firechunk.urls import url_problem
 from tests.chunk_helpers import run_pages, sentences
 
 BASE = "https://docs.example.com/unusable"

@@ -24,8 +24,8 @@ import orjson
 
 from firechunk.layout import DataDir, RunDir
 from firechunk.run.manifest import damaged_files
-from firechunk.run.rows import page_url
 from firechunk.schemas.chunk import Chunk
+from firechunk.urls import page_url
 
 WAY_OUT = (
     "move data/latest aside to start without a baseline (every chunk is then an upsert; "

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 
 from firechunk.run.chrome import chrome_lines
 from firechunk.run.titles import clean_title, title_problem
-from firechunk.run.urls import canonical_url, url_problem
 from firechunk.schemas.page import CrawlResult
+from firechunk.urls import canonical_url, url_problem
 
 
 @dataclass(frozen=True)

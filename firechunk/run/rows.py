@@ -11,19 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from firechunk.chunker.page import DraftChunk
-from firechunk.run.urls import canonical_url
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.report import DuplicateChunk
 
 # Fixed forever: changing it would change every chunk id.
 CHUNK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/firechunk/chunk-id")
-
-
-def page_url(chunk: Chunk) -> str:
-    """The canonical URL of the page a chunk came from (what its id, the page records and
-    the suites key it by): the smallest canonical URL it names, as `assemble.primaries`
-    chose the page. Its `sourceUrl` may name another URL of that page (`citations`)."""
-    return min(canonical_url(url) for url in [chunk.metadata.source_url, *chunk.metadata.aliases])
 
 
 def chunk_id(url: str, text: str) -> str:

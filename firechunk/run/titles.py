@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from firechunk.run.urls import url_problem
+from firechunk.urls import url_problem
 
 UNUSABLE_TITLE = "unusable-title"
 

@@ -31,10 +31,10 @@ from firechunk.atomic import atomic_write
 from firechunk.chunker.headings import heading_key, heading_lines
 from firechunk.chunker.page import content_hash
 from firechunk.layout import RunDir
-from firechunk.run.rows import page_url
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.report import ChunkRun, DuplicateChunk, PageRecord
 from firechunk.tokens import TokenCounter
+from firechunk.urls import page_url
 
 # Columns named in failure examples, so a failing row can be found in the outputs.
 ID_COLUMNS: dict[str, list[str]] = {

@@ -1,4 +1,5 @@
-"""Canonical URLs: one spelling per page, so ids are stable and aliases are found.
+"""Canonical URLs: one spelling per page, so ids are stable and aliases are found; and the
+page a chunk came from (`page_url`), which the run, its baseline and validation key by.
 
 w3lib does the RFC work (case, percent-encoding, query order, fragments); we add the two
 rules a docs site needs: tracking parameters go, and a trailing slash is not a new page.
@@ -10,6 +11,8 @@ import re
 from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url, url_query_cleaner
+
+from firechunk.schemas.chunk import Chunk
 
 TRACKING_PARAMETERS = (
     "utm_source",
@@ -84,3 +87,10 @@ def url_problem(url: str) -> tuple[str, str] | None:
     except ValueError as error:
         return "bad-url", f"{url!r}: {error}"
     return None
+
+
+def page_url(chunk: Chunk) -> str:
+    """The canonical URL of the page a chunk came from (what its id, the page records and
+    the suites key it by): the smallest canonical URL it names, as `assemble.primaries`
+    chose the page. Its `sourceUrl` may name another URL of that page (`citations`)."""
+    return min(canonical_url(url) for url in [chunk.metadata.source_url, *chunk.metadata.aliases])
