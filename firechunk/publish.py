@@ -12,7 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,22 +111,25 @@ def publish_if_passed(
     outcome: ValidationOutcome,
     *,
     baseline_id: str | None | object = ANY_BASELINE,
+    same_doc_set: Callable[[Path], bool] = lambda _: True,
 ) -> PublishResult:
     """Switch `latest` to the run only if its validation passed.
 
     A rebuild's `changes.json` is relative to the run `latest` pointed at when it started
-    (`baseline_id`, None for no run). If another run was published meanwhile (a manual
-    rebuild beside the nightly one), publishing this one would hand the database a change
-    set for a state it no longer has: the run is kept, marked superseded, not published.
-    Check and switch happen under one lock, so two runs finishing together cannot both
-    pass the check.
+    (`baseline_id`, None for no run). If another run of the same doc set was published
+    meanwhile (a manual rebuild beside the nightly one; `same_doc_set(its directory)`),
+    publishing this one would hand the database a change set for a state it no longer
+    has: the run is kept, marked superseded, not published. A run of another doc set put
+    in the same data directory does not stand in its way. Check and switch happen under
+    one lock, so two runs finishing together cannot both pass the check.
     """
     superseded_by = None
     if outcome.success:
         with _publish_lock(data_dir):
             current = last_good_run(data_dir)
             current_id = current[0] if current else None
-            if baseline_id is not ANY_BASELINE and current_id != baseline_id:
+            moved = baseline_id is not ANY_BASELINE and current_id != baseline_id
+            if moved and current is not None and same_doc_set(current[1]):
                 superseded_by = current_id
             else:
                 switch_latest(data_dir, run_dir)

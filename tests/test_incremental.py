@@ -528,19 +528,48 @@ def test_the_shrink_guard_keeps_a_run_that_drops_a_fifth_of_the_pages_unpublishe
 def test_another_site_in_the_same_data_directory_publishes_under_its_own_collection(data_dir):
     """Four of the sample's pages on another host: not a shrink of the sample's site (the
     run the data directory held), and its collection is its own host's."""
-    crawl = sample()
+    crawl = moved(sample(), "docs.example.com", "other.example.org")
     crawl.data = crawl.data[9:]
-    for page in crawl.data:
-        for field in ("source_url", "url"):
-            value = getattr(page.metadata, field)
-            if value:
-                setattr(
-                    page.metadata, field, value.replace("docs.example.com", "other.example.org")
-                )
     _, outcome, published = run_here(start_run(data_dir, "other-site"), crawl_file(crawl))
     assert outcome.success and published.published, published
     report = json.loads((data_dir / "runs" / "other-site" / "report.json").read_text())
     assert report["collection"].startswith("other.example.org")
+
+
+def moved(crawl: CrawlResult, old: str, new: str) -> CrawlResult:
+    """`crawl` with every page URL's `old` replaced by `new`."""
+    for page in crawl.data:
+        for field in ("source_url", "url"):
+            value = getattr(page.metadata, field)
+            if value:
+                setattr(page.metadata, field, value.replace(old, new))
+    return crawl
+
+
+def test_another_section_of_the_same_site_publishes_under_its_own_collection(data_dir):
+    """The sample's pages under another path of the same host (a reference beside the
+    guides): not a shrink of the guides, and not loaded into their collection."""
+    crawl = moved(sample(), "docs.example.com/docs/", "docs.example.com/api/")
+    crawl.data = crawl.data[9:]
+    _, outcome, published = run_here(start_run(data_dir, "api"), crawl_file(crawl))
+    assert outcome.success and published.published, published
+    report = json.loads((data_dir / "runs" / "api" / "report.json").read_text())
+    assert report["collection"].startswith("docs.example.com/api")
+
+
+def test_runs_of_two_doc_sets_started_together_both_publish(data_dir):
+    """Chunked side by side into one data directory: the first to publish does not
+    supersede a run of another doc set (a run of the same one it does, above)."""
+    other = start_run(data_dir, "other-site", RunSettings(workers=1))
+    nightly, _ = rebuild_here(edited(sample(), ARCHITECTURE, "a", "A"), data_dir, "nightly")
+    assert nightly.published
+
+    crawl = moved(sample(), "docs.example.com", "other.example.org")
+    chunk_stage(other, crawl_file(crawl), in_process)
+    write_stage(other)
+    result = publish_stage(other, validate_stage(other))
+    assert result.published and result.superseded_by is None
+    assert os.readlink(data_dir / "latest") == "runs/other-site"
 
 
 def test_the_shrink_guard_lets_a_small_removal_through(data_dir):

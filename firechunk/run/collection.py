@@ -4,9 +4,10 @@ A database holds several doc sets (a site's guides, its reference, another produ
 docs), one per data directory; each is a collection that owns its rows. A run names its
 collection so that every night of a data directory loads into the same one:
 
-- the baseline's collection, when the run has a baseline of the same host (the name never
+- the baseline's collection, when most of the run's pages are inside it (the name never
   drifts because one night's crawl reached a page outside the usual path); a crawl of
-  another site put in the same data directory names its own;
+  another site, or of another section of the same site, put in the same data directory
+  names its own;
 - otherwise one derived from the run's pages: the host most of them are on, and the
   longest path prefix all of that host's pages share (`supabase.com/docs/guides/auth`).
 
@@ -63,25 +64,26 @@ def run_collection(run_dir: Path, urls: Iterable[str]) -> str:
 
 
 def collection_for_run(baseline_dir: Path | None, urls: Iterable[str]) -> str:
-    """The collection a new run names: its baseline's when on the same host, else one
-    derived from its pages."""
+    """The collection a new run names: its baseline's when most of its pages are inside
+    it, else one derived from its pages."""
     urls = list(urls)
-    derived = default_collection(urls)
     if baseline_dir is not None:
         named = run_collection(baseline_dir, urls)
-        if host_of(named) == host_of(derived):
+        if 2 * sum(_inside(url, named) for url in urls) > len(urls):
             return named
-    return derived
+    return default_collection(urls)
 
 
-def host_of(collection: str) -> str:
-    """The site a collection name starts with (`supabase.com` of `supabase.com/docs`)."""
-    return collection.split("/", 1)[0]
+def same_collection(run_dir: Path, other_dir: Path) -> bool:
+    """Whether two runs' reports name one collection: the same doc set."""
+    return run_collection(run_dir, ()) == run_collection(other_dir, ())
 
 
-def same_site(run_dir: Path, baseline_dir: Path) -> bool:
-    """Whether two runs' reports name collections of one host: the same doc site."""
-    return host_of(run_collection(run_dir, ())) == host_of(run_collection(baseline_dir, ()))
+def _inside(url: str, collection: str) -> bool:
+    """Whether `url` is on the collection's host, under its path."""
+    host, *path = collection.split("/")
+    part = urlsplit(url)
+    return part.netloc.lower() == host and _segments(part.path)[: len(path)] == tuple(path)
 
 
 def _segments(path: str) -> tuple[str, ...]:

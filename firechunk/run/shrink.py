@@ -6,7 +6,8 @@ pattern or a site outage does. Publishing such a run would delete those chunks f
 database that follows `latest`, so it is refused unless `allow_shrink`. Shrink is counted
 net: pages of the baseline this run no longer has, and the fall in the chunk count (edited
 pages replace their chunks, which is not shrink). A baseline of another site (a data
-directory first used for one doc site, then for another) is not shrunk by the new one, and
+directory first used for one doc set, then for another: another site, or another section
+of the same site) is not shrunk by the new one, and
 a run chunked to other token limits is compared by its pages only: bigger chunks are
 fewer chunks, not lost ones.
 """
@@ -19,7 +20,7 @@ import polars as pl
 
 from firechunk.layout import RunDir
 from firechunk.run.changes import baseline_chunk_rows, read_changes
-from firechunk.run.collection import same_site
+from firechunk.run.collection import same_collection
 
 DEFAULT_MAX_SHRINK = 0.2
 
@@ -29,7 +30,7 @@ def shrink_problem(
 ) -> str | None:
     """Why the run at `run_dir` shrinks too much against `baseline_dir`, or None.
     `count_chunks`: whether the two runs' chunk counts compare (the same token limits)."""
-    if not same_site(run_dir, baseline_dir):
+    if not same_collection(run_dir, baseline_dir):
         return None
     pages_before, chunks_before = _counts(baseline_dir)
     _, chunks_after = _counts(run_dir)

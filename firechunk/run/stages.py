@@ -53,7 +53,7 @@ from firechunk.run.assemble import NOTHING_ASIDE, Aside, assemble
 from firechunk.run.baseline import damage_warning, find_baseline, rows_of_pages
 from firechunk.run.cache import PageCache, outcome_key
 from firechunk.run.changes import change_set, write_changes
-from firechunk.run.collection import collection_for_run
+from firechunk.run.collection import collection_for_run, same_collection
 from firechunk.run.executors import Executor, in_process, results_of
 from firechunk.run.manifest import write_manifest
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
@@ -354,7 +354,12 @@ def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
         if outcome.success:
             write_manifest(start.run_dir)
         return publish_if_passed(
-            data_dir, start.run_id, start.run_dir, outcome, baseline_id=start.baseline_id
+            data_dir,
+            start.run_id,
+            start.run_dir,
+            outcome,
+            baseline_id=start.baseline_id,
+            same_doc_set=lambda current: same_collection(current, start.run_dir),
         )
 
 
