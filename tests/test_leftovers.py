@@ -41,8 +41,9 @@ SETTLED = 0.5
 
 
 def big_crawl(path: Path, copies: int) -> Path:
-    """The sample crawl's pages `copies` times over, each copy at its own URLs and with
-    markdown of its own (so none is an alias of another): seconds of chunking."""
+    """The sample crawl's pages `copies` times over, each copy at its own URLs (under the
+    sample's /docs, so the same doc set) and with markdown of its own (so none is an alias
+    of another): seconds of chunking."""
     crawl = json.loads(SAMPLE_CRAWL.read_text(encoding="utf-8"))
     pages = []
     for copy in range(copies):
@@ -51,7 +52,8 @@ def big_crawl(path: Path, copies: int) -> Path:
             for key in ("url", "sourceURL", "ogUrl"):
                 if metadata.get(key):
                     parts = urlsplit(metadata[key])
-                    metadata[key] = urlunsplit(parts._replace(path=f"/copy{copy}{parts.path}"))
+                    moved = parts.path.replace("/docs/", f"/docs/copy{copy}/", 1)
+                    metadata[key] = urlunsplit(parts._replace(path=moved))
             markdown = f"{page['markdown']}\n\nCopy {copy} of this page.\n"
             pages.append({"markdown": markdown, "metadata": metadata})
     crawl.update(data=pages, total=len(pages), completed=len(pages))
