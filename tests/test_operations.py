@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from uuid import UUID, uuid4
@@ -36,6 +36,7 @@ from prefect.blocks.notifications import CustomWebhookNotificationBlock
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     FlowRunFilter,
+    FlowRunFilterDeploymentId,
     FlowRunFilterState,
     FlowRunFilterStateType,
 )
@@ -76,6 +77,7 @@ class Server:
     api_url: str
     env: dict[str, str]
     root: Path
+    deployed_at: float  # time.monotonic() once `prefect deploy --all` returned
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +99,10 @@ def server(tmp_path_factory) -> Iterator[Server]:
         env["PREFECT_API_URL"] = api_url
         run_ok(prefect_cli("work-pool", "create", POOL, "--type", "process"), env)
         run_ok(prefect_cli("--no-prompt", "deploy", "--all"), env)
+        deployed_at = time.monotonic()
         with temporary_settings({PREFECT_API_URL: api_url, PREFECT_HOME: home}):
             try:
-                yield Server(api_url, env, root)
+                yield Server(api_url, env, root, deployed_at)
             finally:
                 # Prefect's event and log workers live as long as the process and keep the
                 # API they started with: stopped here, later tests' flows start their own.
@@ -142,6 +145,35 @@ def run_ok(command: list[str], env: dict[str, str], timeout: float = 120) -> str
 def firechunk_automations(env: dict[str, str]) -> str:
     """The documented command, as the operator runs it."""
     return run_ok([sys.executable, "-m", "firechunk.cli", "automations"], env)
+
+
+SCHEDULE_TIMEOUT = 90.0  # the issue's bar: Scheduled runs within 90 s of `prefect deploy`
+
+
+def test_the_nightly_is_scheduled_and_the_scheduler_logs_no_error(server):
+    """With the locked versions, the server's scheduler creates the nightly's next runs.
+
+    Then the schedule is paused (which deletes those runs): the worker of a later test must
+    never pick up a real 03:00 UTC crawl, whatever the time of day the suite runs at."""
+    with get_client(sync_client=True) as client:
+        nightly = client.read_deployment_by_name("rebuild/supabase-nightly")
+        scheduled = FlowRunFilter(
+            deployment_id=FlowRunFilterDeploymentId(any_=[nightly.id]),
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["SCHEDULED"])),
+        )
+        deadline = server.deployed_at + SCHEDULE_TIMEOUT
+        while not (runs := client.read_flow_runs(flow_run_filter=scheduled)):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        [schedule] = client.read_deployment_schedules(nightly.id)
+        client.update_deployment_schedule(nightly.id, schedule.id, active=False)
+
+    log = (server.root / "server.log").read_text()
+    assert runs, f"no Scheduled run of supabase-nightly {SCHEDULE_TIMEOUT:.0f} s after deploy"
+    starts = sorted(run.expected_start_time.astimezone(UTC) for run in runs)
+    assert all((start.hour, start.minute) == (3, 0) for start in starts), starts
+    assert "Traceback" not in log and "Error" not in log, log[-3000:]
 
 
 def test_automations_command_creates_them_once_and_a_failure_notifies(server, receiver, tmp_path):
