@@ -87,6 +87,13 @@ class CrawlSettings(_Section):
         description="The Prefect Secret block holding the Firecrawl API key; without it, "
         "FIRECRAWL_API_KEY in the environment.",
     )
+    max_wait: Annotated[float | None, Cli(metavar="SECONDS")] = Field(
+        4 * 3600,
+        gt=0,
+        description="Seconds a Firecrawl job may run before the crawl stops waiting and the "
+        "run fails (exit 3); the job is kept, so the next run resumes it. Empty to wait for "
+        "ever.",
+    )
 
     def target(self) -> CrawlTarget:
         """What the crawl job is started with (and its name is made from)."""

@@ -11,6 +11,16 @@ from firechunk.settings import CrawlSettings
 from firechunk.tasks.crawl import crawl_site
 
 
+# Past `max_wait` the crawl stops polling by itself; the Prefect timeout, an hour later,
+# ends a crawl stuck anywhere else (a download that never finishes), with the job kept.
+DOWNLOAD_TIME = 3600
+
+
+def time_limit(max_wait: float | None) -> float | None:
+    """The crawl task's Prefect timeout for a job allowed to run `max_wait` seconds."""
+    return None if max_wait is None else max_wait + DOWNLOAD_TIME
+
+
 @flow(name="crawl", flow_run_name=site_and_date)
 def crawl(
     crawl: CrawlSettings = CrawlSettings(),
@@ -36,12 +46,13 @@ def crawl(
     Returns:
         The path of the crawl.json.
     """
-    outcome = crawl_site(
+    outcome = crawl_site.with_options(timeout_seconds=time_limit(crawl.max_wait))(
         crawl.target(),
         data_dir=data_dir,
         api_version=crawl.api_version,
         api_url=crawl.api_url,
         poll_interval=poll_interval,
+        max_wait=crawl.max_wait,
         name=name,
         recrawl=recrawl,
         secret_block=crawl.secret_block,

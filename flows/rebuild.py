@@ -31,7 +31,14 @@ from firechunk.tasks.load import load_database
 from firechunk.tasks.run import not_published, prune_old_runs, start, validated_and_published, write
 
 
-@flow(name="rebuild", flow_run_name=site_and_date)
+# A rebuild that is stuck without failing (a connection that never answers, a worker that
+# never returns) ends TimedOut after this: the failure alert goes out and the deployment's
+# one slot is free again well before the next night is due, instead of holding every later
+# night in its queue. Generous, since a first load of a large site embeds for hours.
+RUN_TIME_LIMIT = 20 * 3600
+
+
+@flow(name="rebuild", flow_run_name=site_and_date, timeout_seconds=RUN_TIME_LIMIT)
 def rebuild(
     crawl: CrawlSettings = CrawlSettings(),
     run: RunSettings = RunSettings(),

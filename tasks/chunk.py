@@ -30,7 +30,12 @@ from firechunk.words import counted, reuse_phrase
 PROGRESS_KEY = "chunking-progress"
 
 
-@task(name="chunk-pages", cache_policy=NO_CACHE)
+# A batch is seconds of work; one still running after this is stuck, and fails the run
+# rather than keeping it (and the deployment's slot) for ever.
+BATCH_TIME_LIMIT = 3600
+
+
+@task(name="chunk-pages", cache_policy=NO_CACHE, timeout_seconds=BATCH_TIME_LIMIT)
 def chunk_batch(
     batch: list[PageInput], encoding: str, options: ChunkerOptions
 ) -> list[PackedOutcome]:

@@ -2,10 +2,11 @@
 
 The crawl itself is `firechunk.crawl.run_crawl`; what Prefect adds is task retries. A retry
 resumes the same Firecrawl job from its state file (no new credits), so only errors that a
-rerun can get past are retried: a poll that ran out of time, a short download, a network
-error that outlasted the per-call retries. A missing key, a key or account Firecrawl
-refuses (401, 402, 403), a failed or expired job, an unclear start call or a job state that
-cannot be trusted need a person, so they fail at once.
+rerun can get past are retried: a short download, a network error that outlasted the
+per-call retries. A missing key, a key or account Firecrawl refuses (401, 402, 403), a
+failed or expired job, an unclear start call or a job state that cannot be trusted need a
+person, so they fail at once; so does a job still running after `max_wait`, whose wait is
+spent: the run ends (the queue moves on) and the next one resumes the job.
 
 The API key is looked up inside the task and handed to `run_crawl` only: it is never a task
 or flow parameter (parameters are recorded by the Prefect API) and never logged.
@@ -28,6 +29,7 @@ from firechunk.crawl.errors import (
     JobNotFoundError,
     JobStateError,
     MissingApiKeyError,
+    PollTimeoutError,
     StartOutcomeUnknownError,
     TargetMismatchError,
 )
@@ -37,9 +39,10 @@ from firechunk.tasks.secrets import secret_or_env
 API_KEY_ENV = "FIRECRAWL_API_KEY"
 DEFAULT_SECRET_BLOCK = "firecrawl-api-key"
 
-# Errors a rerun cannot fix: retrying them would only repeat the same message.
-_NEEDS_A_PERSON = (
+# Errors a retry cannot fix now: it would only repeat the same message, or the same wait.
+_NOT_RETRIED = (
     MissingApiKeyError,
+    PollTimeoutError,
     AccessRefusedError,
     TargetMismatchError,
     StartOutcomeUnknownError,
@@ -57,7 +60,7 @@ def firecrawl_api_key(secret_block: str | None = DEFAULT_SECRET_BLOCK) -> tuple[
 
 def _worth_retrying(task: Task, task_run: TaskRun, state: State) -> bool:
     error = state.result(raise_on_failure=False)
-    return isinstance(error, CrawlError) and not isinstance(error, _NEEDS_A_PERSON)
+    return isinstance(error, CrawlError) and not isinstance(error, _NOT_RETRIED)
 
 
 @task(
@@ -74,6 +77,7 @@ def crawl_site(
     api_version: ApiVersion = "v2",
     api_url: str | None = None,
     poll_interval: float = 2.0,
+    max_wait: float | None = None,
     name: str | None = None,
     recrawl: bool = False,
     secret_block: str | None = DEFAULT_SECRET_BLOCK,
@@ -86,6 +90,7 @@ def crawl_site(
         api_version=api_version,
         poll_interval=poll_interval,
         max_poll_interval=max(30.0, poll_interval),
+        max_wait=max_wait,
         **({"api_url": api_url} if api_url else {}),
     )
     outcome = run_crawl(

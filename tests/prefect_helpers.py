@@ -64,27 +64,65 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+SERVER_UNIT = ROOT / "deploy" / "firechunk-server.service"
+
+
+def server_unit_environment() -> dict[str, str]:
+    """The `Environment=` settings of the server's systemd unit: a test server runs as the
+    deployed one does (its lease storage, above all), from the one place that says it."""
+    settings = {}
+    for line in SERVER_UNIT.read_text(encoding="utf-8").splitlines():
+        if line.startswith("Environment="):
+            name, _, value = line.removeprefix("Environment=").partition("=")
+            settings[name] = value
+    return settings
+
+
+class PrefectServer:
+    """A real `prefect server` on a loopback port of its own, configured as
+    deploy/firechunk-server.service is, with `env` (its own PREFECT_HOME). Restarting it
+    keeps its port and its database, as `systemctl restart` would."""
+
+    def __init__(self, env: dict[str, str], cwd: Path, log: Path) -> None:
+        self.port = free_port()
+        self.api_url = f"http://127.0.0.1:{self.port}/api"
+        self._env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+        self._env.update(server_unit_environment())
+        self._env["PREFECT_UI_URL"] = self.api_url.removesuffix("/api")  # its own port
+        self._cwd, self._log = cwd, log
+        self._process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        command = ["server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
+        with self._log.open("a") as out:
+            self._process = subprocess.Popen(
+                prefect_cli(*command),
+                cwd=self._cwd,
+                env=self._env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its uvicorn and services end with it
+            )
+        _wait_until_healthy(self.api_url, self._process, self._log)
+
+    def stop(self) -> None:
+        stop_process_group(self._process)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
 @contextlib.contextmanager
 def prefect_server(env: dict[str, str], cwd: Path, log: Path) -> Iterator[str]:
-    """A real `prefect server` on a free loopback port, with `env` (its own PREFECT_HOME);
-    yields its API URL once healthy, and stops it and its children on the way out."""
-    port = free_port()
-    api_url = f"http://127.0.0.1:{port}/api"
-    server_env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            prefect_cli("server", "start", "--host", "127.0.0.1", "--port", str(port)),
-            cwd=cwd,
-            env=server_env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its uvicorn and services end with it
-        )
+    """A `PrefectServer`, started; yields its API URL once healthy, and stops it and its
+    children on the way out."""
+    server = PrefectServer(env, cwd, log)
     try:
-        _wait_until_healthy(api_url, server, log)
-        yield api_url
+        server.start()
+        yield server.api_url
     finally:
-        stop_process_group(server)
+        server.stop()
 
 
 def _wait_until_healthy(api_url: str, server: subprocess.Popen, log: Path) -> None:

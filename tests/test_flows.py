@@ -418,7 +418,7 @@ def test_crawl_flow_falls_back_to_the_environment_then_fails_fast_without_a_key(
 @pytest.mark.parametrize(
     ("error", "retried"),
     [
-        (PollTimeoutError("still scraping"), True),
+        (PollTimeoutError("still scraping"), False),  # its wait is spent: the next run resumes
         (DownloadError("short download"), True),
         (CrawlError("HTTP 503 after 6 attempts; run again to resume"), True),
         (MissingApiKeyError("no key"), False),

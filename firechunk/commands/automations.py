@@ -4,8 +4,13 @@
 The files are in the shape `prefect automation create --from-file` reads, except that their
 `send-notification` actions name no block: a block's id belongs to one server, so this
 command fills in the id of the notification block named by `--block`. An automation of the
-same name is replaced, not added again, so running it after editing a file (or twice) leaves
-the server holding exactly what the files say.
+same name is replaced, not added again, and a `firechunk-` automation no file names any
+more (one renamed or removed) is deleted, so running it after editing a file (or twice)
+leaves the server holding exactly what the files say.
+
+It then sends the event `firechunk.automations.applied`, naming the server's rebuild
+deployments: it opens the first window of `nightly-missed.yaml`, so a schedule that never
+created a run is noticed as well as one that stopped.
 
 Prefect is imported inside the command, so other commands start without paying for it.
 """
@@ -26,6 +31,8 @@ if TYPE_CHECKING:
     from prefect.events.schemas.automations import AutomationCore
 
 DEFAULT_BLOCK = "firechunk-alerts"
+PREFIX = "firechunk-"  # every automation of automations/ is named so
+APPLIED = "firechunk.automations.applied"
 # automations/ in the repository, next to prefect.yaml, installed as the package data of
 # firechunk.automations.
 AUTOMATIONS_DIR = Path(str(files("firechunk.automations")))
@@ -49,8 +56,10 @@ def automations(
     ] = AUTOMATIONS_DIR,
 ) -> None:
     """Create or update the automations in automations/*.yaml on the Prefect server that
-    PREFECT_API_URL names: notify on a failed or crashed rebuild, and when the nightly
-    rebuild has not completed by 04:00 UTC. Re-running replaces them, never duplicates."""
+    PREFECT_API_URL names: notify when a rebuild fails, crashes, is cancelled or times out,
+    when one has not finished an hour after it was due, and when no nightly run was created;
+    mark a run whose heartbeats stopped Crashed. Re-running replaces them, never
+    duplicates."""
     import httpx
 
     specs = read_automation_files(directory)
@@ -67,7 +76,7 @@ def automations(
         ) from error
     for name, outcome in applied:
         typer.echo(f"{outcome} automation {name!r}")
-    typer.echo(f"notifications go through block {block!r}; see them under Automations at {api_url}")
+    typer.echo(f"notifications go through block {block!r}; see them at {automations_page()}")
 
 
 def read_automation_files(directory: Path) -> list[dict[str, Any]]:
@@ -110,7 +119,52 @@ def apply_automations(specs: list[dict[str, Any]], block: str) -> list[tuple[str
 
     with get_client(sync_client=True) as client:
         block_id = notification_block_id(client, block)
-        return [upsert(client, with_block(spec, block_id)) for spec in specs]
+        applied = [upsert(client, with_block(spec, block_id)) for spec in specs]
+        applied += delete_stale(client, {name for name, _ in applied})
+        announce_applied(client)
+        return applied
+
+
+def automations_page() -> str:
+    """The dashboard's Automations page (not the API the command talked to)."""
+    from prefect.settings import get_current_settings
+
+    return f"{get_current_settings().ui_url}/automations"
+
+
+def delete_stale(client: SyncPrefectClient, kept: set[str]) -> list[tuple[str, str]]:
+    """Delete the server's firechunk automations that no file names any more."""
+    stale = [a for a in client.read_automations() if a.name.startswith(PREFIX)]
+    stale = [automation for automation in stale if automation.name not in kept]
+    for automation in stale:
+        client.delete_automation(automation.id)
+    return [(automation.name, "deleted") for automation in stale]
+
+
+def announce_applied(client: SyncPrefectClient) -> None:
+    """Send `firechunk.automations.applied`, related to every deployment of the rebuild flow,
+    so that proactive automations waiting for a deployment's first run start counting."""
+    from prefect.events import Event
+
+    related = [
+        {
+            "prefect.resource.id": f"prefect.deployment.{deployment.id}",
+            "prefect.resource.role": "deployment",
+            "prefect.resource.name": deployment.name,
+        }
+        for deployment in rebuild_deployments(client)
+    ]
+    event = Event(
+        event=APPLIED, resource={"prefect.resource.id": "firechunk.automations"}, related=related
+    )
+    client.request("POST", "/events", json=[event.model_dump(mode="json")]).raise_for_status()
+
+
+def rebuild_deployments(client: SyncPrefectClient) -> list[Any]:
+    """The server's deployments of the rebuild flow (none before `prefect deploy`)."""
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    return client.read_deployments(flow_filter=FlowFilter(name=FlowFilterName(any_=["rebuild"])))
 
 
 def notification_block_id(client: SyncPrefectClient, block: str) -> UUID:
