@@ -10,7 +10,6 @@ from firechunk.flows.names import site_and_date
 from firechunk.settings import CrawlSettings
 from firechunk.tasks.crawl import crawl_site
 
-
 # Past `max_wait` the crawl stops polling by itself; the Prefect timeout, an hour later,
 # ends a crawl stuck anywhere else (a download that never finishes), with the job kept.
 DOWNLOAD_TIME = 3600

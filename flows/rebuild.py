@@ -30,7 +30,6 @@ from firechunk.tasks.database import database_reported
 from firechunk.tasks.load import load_database
 from firechunk.tasks.run import not_published, prune_old_runs, start, validated_and_published, write
 
-
 # A rebuild that is stuck without failing (a connection that never answers, a worker that
 # never returns) ends TimedOut after this: the failure alert goes out and the deployment's
 # one slot is free again well before the next night is due, instead of holding every later

@@ -57,7 +57,7 @@ def processes_naming(path: Path) -> list[str]:
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         if str(path) in line and proc.name != str(os.getpid()):

@@ -300,34 +300,37 @@ def test_second_nightly_run_waits_for_the_first(server, tmp_path):
 def test_a_killed_worker_or_a_restarted_server_leaves_each_night_to_finish(
     server, alerts, tmp_path
 ):
-    """Three nights queued on one data directory: the worker is killed while the first
-    chunks, the server restarted while the second chunks, the worker killed again while
-    the third loads the database. systemd's restart of the worker is a new worker here.
-    Each run completes on its own, the next starts by itself, and no alert goes out."""
+    """Three nights on one data directory, each queued while the one before runs: the
+    worker is killed while the first chunks, the server restarted while the second chunks,
+    the worker killed again while the third loads the database. systemd's restart of the
+    worker is a new worker here. Each run completes on its own, the next starts by itself,
+    and no alert goes out."""
     notifications, _, _ = alerts
     data_dir = tmp_path / "data"
     crawl = big_crawl(tmp_path / "crawl.json", copies=300)  # seconds of chunking
-    chunked = nightly_runs(2, replay=crawl, data_dir=data_dir)
-    [loaded] = nightly_runs(1, replay=SAMPLE_CRAWL, data_dir=data_dir, load=True)
+    postgres = DataDir(data_dir).postgres
 
     with worker(server.env, server.root) as started:
+        [first] = nightly_runs(1, replay=crawl, data_dir=data_dir)
         assert wait_until(lambda: workers_of(started.descendants()), 180), started.log()
+        [second] = nightly_runs(1, replay=crawl, data_dir=data_dir)
         started.kill()
         started.start()
-        wait_until_state(chunked[0], {"Completed", "Failed", "Crashed"})
+        wait_until_state(first, {"Completed", "Failed", "Crashed"})
         assert wait_until(lambda: workers_of(started.descendants()), 180), started.log()
+        [third] = nightly_runs(1, replay=SAMPLE_CRAWL, data_dir=data_dir, load=True)
         server.prefect.restart()
-        postgres = DataDir(data_dir).postgres
         assert wait_until(lambda: processes_naming(postgres), 240), started.log()
         started.kill()
         started.start()
-        runs = wait_until_final([*chunked, loaded])
+        runs = wait_until_final([first, second, third])
         log = started.log()
 
     assert [run.state_name for run in runs] == ["Completed"] * 3, log
+    assert runs[0].end_time <= runs[1].start_time and runs[1].end_time <= runs[2].start_time
     assert published(data_dir) == newest_run(data_dir)
     assert published(data_dir) in database_holds(data_dir, server)
-    assert not processes_naming(DataDir(data_dir).postgres)  # the load stopped its server
+    assert not processes_naming(postgres)  # the load stopped its server
     assert [notifications.about(run.id) for run in runs] == [[], [], []]
 
 
@@ -337,26 +340,28 @@ def test_a_cancelled_night_and_a_ghost_each_send_one_alert_and_the_next_night_ru
     """The first night is cancelled while it chunks. The worker and the second night are
     then killed together (the OOM killer): nobody tells the server, so the run would show
     Running for ever and hold the slot. With heartbeats every 30 s and the unresponsive
-    automation's window shortened to 2 min, it is marked Crashed; the third night starts on
-    the restarted worker and publishes."""
+    automation's window shortened to 2 min, it is marked Crashed; the third night, queued
+    behind it, starts on the restarted worker and publishes."""
     notifications, _, _ = alerts
     data_dir = tmp_path / "data"
     crawl = big_crawl(tmp_path / "crawl.json", copies=300)
-    with shortened(UNRESPONSIVE, timedelta(seconds=GHOST_WINDOW)):
-        cancelled, ghost, after = nightly_runs(3, replay=crawl, data_dir=data_dir)
-        with worker(server.env, server.root) as started:
-            assert wait_until(lambda: workers_of(started.descendants()), 180), started.log()
-            with get_client(sync_client=True) as client:
-                client.set_flow_run_state(cancelled, Cancelling())
-            wait_until_state(cancelled, {"Cancelled", "Completed", "Failed", "Crashed"})
-            assert wait_until(lambda: workers_of(started.descendants()), 180), started.log()
-            killed_at = time.monotonic()
-            started.kill_with_its_runs()
-            crashed = wait_until_state(ghost, {"Crashed"}, timeout=GHOST_WINDOW + 180)
-            found_after = time.monotonic() - killed_at
-            started.start()
-            runs = wait_until_final([cancelled, ghost, after])
-            log = started.log()
+    short = shortened(UNRESPONSIVE, timedelta(seconds=GHOST_WINDOW))
+    with short, worker(server.env, server.root) as started:
+        [cancelled] = nightly_runs(1, replay=crawl, data_dir=data_dir)
+        assert wait_until(lambda: workers_of(started.descendants()), 180), started.log()
+        [ghost] = nightly_runs(1, replay=crawl, data_dir=data_dir)
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(cancelled, Cancelling())
+        wait_until_state(cancelled, {"Cancelled", "Completed", "Failed", "Crashed"})
+        assert wait_until(lambda: workers_of(started.descendants()), 180), started.log()
+        [after] = nightly_runs(1, replay=crawl, data_dir=data_dir)
+        killed_at = time.monotonic()
+        started.kill_with_its_runs()
+        crashed = wait_until_state(ghost, {"Crashed"}, timeout=GHOST_WINDOW + 180)
+        found_after = time.monotonic() - killed_at
+        started.start()
+        runs = wait_until_final([cancelled, ghost, after])
+        log = started.log()
 
     print(f"ghost marked {crashed.state_name} {found_after:.0f} s after the kill")
     assert [run.state_name for run in runs] == ["Cancelled", "Crashed", "Completed"], log
