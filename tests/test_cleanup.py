@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from firechunk.api import chunk_markdown
 from firechunk.chunker.cleanup import (
     RULES,
     CleanupOptions,
@@ -329,6 +330,62 @@ def test_run_together_tab_labels_are_recognised(text):
 )
 def test_words_and_sentences_are_not_tab_labels(text):
     assert not is_tab_label_run(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "JSONHandler would display it as",
+        "PythonClient returns a session",
+        "TypeScriptConfig sets the target",
+        "SQLAlchemy maps each table",
+    ],
+)
+def test_a_sentence_that_starts_with_a_name_glued_to_a_word_is_not_a_tab_label(text):
+    assert not is_tab_label_run(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TypeScriptSwift (iOS)FlutterKotlin",  # the first word glued, labels glued after it
+        "Send a pulseSend many pulses",  # labels of several words
+        "Open a relay over SSHOpen a relay over HTTPOpen a relay locally",
+    ],
+)
+def test_runs_of_labels_with_words_in_them_are_recognised(text):
+    assert is_tab_label_run(text)
+
+
+def test_a_sentence_between_two_code_blocks_is_kept():
+    """A sentence that starts with a language's name glued to a word ("JSONHandler"),
+    standing alone between code blocks as a tab label would, is the page's text."""
+    page = "\n".join(
+        [
+            "# Logging groups",
+            "",
+            "```",
+            ' log.Group("request",',
+            '     "method", r.Method)',
+            "```",
+            "",
+            "TextHandler would display this group as",
+            "",
+            "```",
+            " request.method=GET",
+            "```",
+            "",
+            "JSONHandler would display it as",
+            "",
+            "```",
+            ' "request":{"method":"GET"}',
+            "```",
+        ]
+    )
+    [chunk] = chunk_markdown(page)
+    assert "TextHandler would display this group as" in chunk.data.text
+    assert "JSONHandler would display it as" in chunk.data.text
+    assert clean_markdown(page).removed["tab_labels"] == []
 
 
 def test_tab_labels_inside_a_paragraph_are_kept():

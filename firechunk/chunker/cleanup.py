@@ -26,7 +26,8 @@ Rules:
 - `loading`: lines that say only "Loading...".
 - `tab_labels`: a standalone line of run-together UI labels ("PIPConda",
   "ClientServer", "Next.jsSvelteKitAstroRemix"): two or more capitalised labels glued
-  with no space and no sentence punctuation.
+  with no space and no sentence punctuation. A line that starts with a name glued to a
+  word and goes on ("JSONHandler would display it as") is a sentence, not labels.
 - `widgets`: a standalone line that is a docs platform's UI text ("Was this page
   helpful?", "YesNo", "Copy", "Ask AI", "Edit this page", "Skip to content", Furo's theme
   controls, …: `WIDGETS`), or a link whose text is such text that links somewhere
@@ -606,6 +607,9 @@ def is_tab_label_run(text: str) -> bool:
 
     A capital inside a product name ("JavaScript", "OAuth", "PostgreSQL", "HCaptcha") is
     not a glue point: the fragment before it is short, or the one after it is an acronym.
+    Nor is one inside the line's first word when more words follow: that line is a
+    sentence that starts with a name ("JSONHandler would display it as"). A run of labels
+    goes on gluing after its first word ("TypeScriptSwift (iOS)FlutterKotlin").
     """
     if len(text) > 300 or _NOT_LABEL.search(text):
         return False
@@ -641,8 +645,12 @@ _FUNCTION_WORDS = frozenset(
 
 
 def _is_label_glue(text: str, at: int) -> bool:
-    left = text[:at].rsplit(" ", 1)[-1]
-    right = re.match(r"[A-Za-z0-9]*", text[at:]).group(0)
+    """Whether the capital at `at` starts a label glued to the one before it."""
+    before, after = text[:at], text[at:]
+    if " " not in before and " " in after:  # in the first word, and words follow
+        return False
+    left = before.rsplit(" ", 1)[-1]
+    right = re.match(r"[A-Za-z0-9]*", after).group(0)
     if right.isupper():  # "PostgreSQL", "JWTs" style acronym suffix
         return False
     return len(left) >= 5 or (len(left) >= 2 and left.isupper())
