@@ -8,6 +8,12 @@ Before any rule, whatever the options, NUL characters (U+0000) are dropped from 
 page, code included (reported as removed by `nul`): they show nothing in any text, and
 Postgres refuses text that holds one, so a NUL left in a chunk stopped the whole load.
 
+Where a rule removes lines, the blank lines around them go too, but one between the text
+above and the text below them (none at the page's ends), reported as removed by
+`blank_lines`: chunks join a page's blocks with one blank line, so what clean-up keeps,
+the page's tokens that validation finds in its chunks, is what they hold. Blank lines
+where nothing was removed, and code, stay as they are.
+
 Rules:
 - `flattened_code`: Firecrawl flattens Supabase code samples into a lone-backtick line
   (or a double backtick, either possibly followed by `\\`), then per code line a marker
@@ -53,12 +59,13 @@ Code inside fences is never touched by the rules from `heading_anchors` on.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from firechunk.chunker.headings import strip_heading_anchors, strip_permalinks
 from firechunk.chunker.navigation import navigation_lines
 from firechunk.chunker.syntax import (
+    FENCE_MARKS,
     closes_fence,
     is_atx_heading,
     is_setext_underline,
@@ -213,10 +220,14 @@ def clean_markdown(
         _drop_chrome(page, chrome)
     if options.site_chrome:
         _drop_navigation(page, raw)
+    _close_gaps(page, len(raw))
     return page
 
 
 NUL = "nul"  # what dropped NULs are reported as removed by: not a rule, never switched off
+# What the blank lines that go with removed lines are reported as removed by (`_close_gaps`):
+# not a rule, they go with whichever rule removed the lines.
+BLANK_LINES = "blank_lines"
 
 
 def _without_nul(text: str, page: CleanedPage) -> str:
@@ -514,22 +525,63 @@ def _drop_chrome(page: CleanedPage, chrome: frozenset[str]) -> None:
             drop.update(range(start, end))
         elif not all(_LINKS_ONLY.fullmatch(line.strip()) for line in lines[start:end]):
             break
-    if not drop:
-        return
-    page.removed["site_chrome"].extend(lines[i] for i in sorted(drop))
-    kept = [i for i in range(len(lines)) if i not in drop]
-    page.lines = [lines[i] for i in kept]
-    page.source_lines = [page.source_lines[i] for i in kept]
+    _drop_lines(page, drop, "site_chrome")
 
 
 def _drop_navigation(page: CleanedPage, raw: list[str]) -> None:
     """Drop what the page's own structure shows to be its site's navigation
     (`firechunk.chunker.navigation`): sidebar trees, breadcrumbs, pagers."""
     drop = navigation_lines(page.lines, raw, page.source_lines, TOC_LABELS)
-    if not drop:
-        return
-    page.removed["site_chrome"].extend(page.lines[i] for i in drop)
+    _drop_lines(page, drop, "site_chrome")
+
+
+def _close_gaps(page: CleanedPage, raw_count: int) -> None:
+    """Where lines were removed, the blank lines around them go too, but one between the
+    text above and the text below (none at the page's ends); code is left as it is.
+
+    The chunks join a page's blocks with one blank line and hold none at their ends, and
+    validation compares their tokens with the page's tokens after clean-up: the blank
+    lines a removal leaves behind (a few hundred where a sidebar tree stood) would be
+    counted in the page and found in no chunk. `raw_count`: the lines of the crawled page.
+    """
+    lines, source = page.lines, page.source_lines
+    drop: list[int] = []
+    for start, end in _blank_runs(lines):
+        above = source[start - 1] if start else 0
+        below = source[end] if end < len(lines) else raw_count + 1
+        if below - above - 1 == end - start:  # nothing removed here: the page's own
+            continue
+        keep = 0 if start == 0 or end == len(lines) else 1
+        drop.extend(range(start + keep, end))
+    _drop_lines(page, drop, BLANK_LINES)
+
+
+def _blank_runs(lines: list[str]) -> Iterator[tuple[int, int]]:
+    """(start, end) of each run of blank lines outside fenced code, top first."""
+    start: int | None = None  # of the run being read
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        if not line or line.isspace():
+            if start is None and fence is None:
+                start = i
+            continue
+        if start is not None:
+            yield start, i
+            start = None
+        if fence is not None:
+            fence = None if closes_fence(line, fence) else fence
+        elif line.lstrip(" ")[:3] in FENCE_MARKS:
+            fence = opening_fence(line)
+    if start is not None:
+        yield start, len(lines)
+
+
+def _drop_lines(page: CleanedPage, drop: Iterable[int], rule: str) -> None:
+    """Remove the cleaned page's lines at the indices `drop`, as removed by `rule`."""
     dropped = set(drop)
+    if not dropped:
+        return
+    page.removed.setdefault(rule, []).extend(page.lines[i] for i in sorted(dropped))
     kept = [i for i in range(len(page.lines)) if i not in dropped]
     page.lines = [page.lines[i] for i in kept]
     page.source_lines = [page.source_lines[i] for i in kept]
