@@ -63,7 +63,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from firechunk.chunker.headings import strip_heading_anchors, strip_permalinks
-from firechunk.chunker.navigation import navigation_lines
+from firechunk.chunker.navigation import navigation_lines, tail_blocks
 from firechunk.chunker.syntax import (
     FENCE_MARKS,
     closes_fence,
@@ -520,7 +520,7 @@ def _drop_chrome(page: CleanedPage, chrome: frozenset[str]) -> None:
     for start, end in _head_blocks(lines):
         if _is_chrome(lines[start:end], chrome):
             drop.update(range(start, end))
-    for start, end in _tail_blocks(lines):
+    for start, end in tail_blocks(lines):
         if _is_chrome(lines[start:end], chrome):
             drop.update(range(start, end))
         elif not all(_LINKS_ONLY.fullmatch(line.strip()) for line in lines[start:end]):
@@ -611,26 +611,6 @@ def _head_blocks(lines: list[str]) -> Iterator[tuple[int, int]]:
             start = i
     if start is not None:
         yield start, len(lines)
-
-
-def _tail_blocks(lines: list[str]) -> Iterator[tuple[int, int]]:
-    """(start, end) of the text blocks that end the page, last first, back to the first
-    heading or code block. Clean-up has closed every fence, so going back from the end a
-    fence line is always met before the code it closes."""
-    end = len(lines)
-    while True:
-        while end and not lines[end - 1].strip():
-            end -= 1
-        start = end
-        while start and lines[start - 1].strip():
-            start -= 1
-        run = lines[start:end]
-        if not run or any(opening_fence(line) or is_atx_heading(line) for line in run):
-            return
-        if any(is_setext_underline(line) for line in run[1:]):
-            return
-        yield start, end
-        end = start
 
 
 def _is_chrome(lines: list[str], chrome: frozenset[str]) -> bool:
