@@ -7,7 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from firechunk.api import chunk_markdown
 from firechunk.chunker.cleanup import (
+    BLANK_LINES,
     RULES,
     CleanupOptions,
     candidate_lines,
@@ -67,15 +69,10 @@ CHROME = frozenset({"Docs home · Guides"})
 def test_every_rule_removes_only_its_debris():
     page = clean_markdown(DEBRIS_PAGE, chrome=CHROME)
     assert page.lines == [
-        "",
         "# Install the client",
-        "",  # 2
-        "",  # 4
-        "",  # 6
+        "",  # 2: with 4 and 6 where PIPConda and Loading... were
         "Run the installer first.",
-        "",  # 8
-        "",  # 10
-        "",  # 12
+        "",  # 8: with 10 and 12
         "```",
         "pip install supabase",
         "python -m supabase",
@@ -88,9 +85,7 @@ def test_every_rule_removes_only_its_debris():
         "```",
         "",
         "Colour reset.",
-        "",
-        "",  # 29
-        "",  # 34
+        "",  # 27: with 29 and 34
         "See above.",
         "",
         "```",
@@ -112,6 +107,7 @@ def test_every_rule_removes_only_its_debris():
         ' [¶](#x "Permalink to this definition") ',
     ]
     assert page.removed["flattened_code"] == ["`\n_10\n_10\n`"]
+    assert page.removed[BLANK_LINES] == [""] * 7
     assert page.warnings == []
 
 
@@ -139,7 +135,7 @@ def test_each_rule_can_be_switched_off(rule):
         if other != rule:
             assert without.removed[other] == everything.removed[other]
     if rule == "heading_anchors":
-        assert without.lines[1] == "# Install the client [\\#](\\#install-the-client)"
+        assert without.lines[0] == "# Install the client [\\#](\\#install-the-client)"
 
 
 def test_all_rules_off_keeps_the_page_as_it_is():
@@ -173,7 +169,7 @@ def test_fenced_code_is_never_touched():
 def test_tilde_fences_and_longer_fences_protect_code_too():
     text = "~~~~\nLoading...\n~~~\nstill code\n~~~~\n\nLoading..."
     page = clean_markdown(text)
-    assert page.lines == ["~~~~", "Loading...", "~~~", "still code", "~~~~", ""]
+    assert page.lines == ["~~~~", "Loading...", "~~~", "still code", "~~~~"]
 
 
 def test_fences_opened_or_closed_after_odd_white_space_are_still_fences():
@@ -181,7 +177,7 @@ def test_fences_opened_or_closed_after_odd_white_space_are_still_fences():
     # closed by a tab-indented line, or debris after a form feed, must still be found.
     text = "```\nLoading...\n\t```\n\nLoading...\n\n\x0c2\x0c\n\n * * *\x0c"
     page = clean_markdown(text)
-    assert page.lines == ["```", "Loading...", "\t```", "", "", ""]
+    assert page.lines == ["```", "Loading...", "\t```"]
     assert page.removed["loading"] == ["Loading..."]
     assert page.removed["step_numbers"] == ["2"]
     assert page.removed["rules"] == [" * * *"]
@@ -194,7 +190,9 @@ def test_every_line_a_rule_changes_is_a_candidate():
     page = clean_markdown(DEBRIS_PAGE, options, CHROME)
     raw = DEBRIS_PAGE.split("\n")
     kept = dict(zip(page.source_lines, page.lines, strict=True))
-    changed = {i for i, line in enumerate(raw) if kept.get(i + 1) != line}
+    # Blank lines go with the lines removed beside them (`blank_lines`), by no rule of
+    # their own: only the lines with text are the rules' to find.
+    changed = {i for i, line in enumerate(raw) if line.strip() and kept.get(i + 1) != line}
     assert changed and changed <= set(candidate_lines(DEBRIS_PAGE))
     assert len(list(candidate_lines(DEBRIS_PAGE))) < len(raw)  # plain prose is skipped
 
@@ -279,18 +277,45 @@ def test_anchor_links_outside_headings_are_kept():
     assert clean_markdown(line).lines == [line]
 
 
+# -- the blank lines around removed lines -------------------------------------------------
+
+
+def test_the_blank_lines_around_removed_lines_go_but_one():
+    page = clean_markdown("Intro.\n\nLoading...\n\n\nMore.")
+    assert page.lines == ["Intro.", "", "More."]
+    assert page.source_lines == [1, 2, 6]
+    assert page.removed[BLANK_LINES] == ["", ""]
+
+
+def test_at_the_page_ends_the_blank_lines_around_removed_lines_all_go():
+    page = clean_markdown("Loading...\n\nIntro.\n\nCopy\n\n")
+    assert page.lines == ["Intro."]
+    assert page.removed[BLANK_LINES] == ["", "", "", ""]
+
+
+def test_blank_lines_where_nothing_was_removed_stay():
+    text = "\n\nIntro.\n\n\n\nMore.\n\n"
+    assert clean_markdown(text).lines == text.split("\n")
+
+
+def test_blank_lines_in_code_stay_when_lines_around_them_are_removed():
+    code = ["```", "a = 1", "", "", "", "b = 2", "```"]
+    page = clean_markdown("\n".join(["Loading...", "", *code, "", "Copy", "", "Done."]))
+    assert page.lines == [*code, "", "Done."]
+
+
 # -- loading, rules, step numbers -----------------------------------------------------
 
 
 def test_loading_only_when_it_is_the_whole_line():
     page = clean_markdown("Loading…\n\nLoading... the data takes a while.\n")
-    assert page.lines == ["", "Loading... the data takes a while.", ""]
+    assert page.lines == ["Loading... the data takes a while.", ""]
     assert page.removed["loading"] == ["Loading…"]
 
 
 def test_a_dash_line_under_text_is_a_setext_underline_not_a_rule():
     page = clean_markdown("Getting started\n---\n\nText.\n\n---\n\nMore.")
-    assert page.lines == ["Getting started", "---", "", "Text.", "", "", "More."]
+    assert page.lines == ["Getting started", "---", "", "Text.", "", "More."]
     assert page.removed["rules"] == ["---"]
 
 
@@ -331,6 +356,62 @@ def test_words_and_sentences_are_not_tab_labels(text):
     assert not is_tab_label_run(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "JSONHandler would display it as",
+        "PythonClient returns a session",
+        "TypeScriptConfig sets the target",
+        "SQLAlchemy maps each table",
+    ],
+)
+def test_a_sentence_that_starts_with_a_name_glued_to_a_word_is_not_a_tab_label(text):
+    assert not is_tab_label_run(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TypeScriptSwift (iOS)FlutterKotlin",  # the first word glued, labels glued after it
+        "Send a pulseSend many pulses",  # labels of several words
+        "Open a relay over SSHOpen a relay over HTTPOpen a relay locally",
+    ],
+)
+def test_runs_of_labels_with_words_in_them_are_recognised(text):
+    assert is_tab_label_run(text)
+
+
+def test_a_sentence_between_two_code_blocks_is_kept():
+    """A sentence that starts with a language's name glued to a word ("JSONHandler"),
+    standing alone between code blocks as a tab label would, is the page's text."""
+    page = "\n".join(
+        [
+            "# Logging groups",
+            "",
+            "```",
+            ' log.Group("request",',
+            '     "method", r.Method)',
+            "```",
+            "",
+            "TextHandler would display this group as",
+            "",
+            "```",
+            " request.method=GET",
+            "```",
+            "",
+            "JSONHandler would display it as",
+            "",
+            "```",
+            ' "request":{"method":"GET"}',
+            "```",
+        ]
+    )
+    [chunk] = chunk_markdown(page)
+    assert "TextHandler would display this group as" in chunk.data.text
+    assert "JSONHandler would display it as" in chunk.data.text
+    assert clean_markdown(page).removed["tab_labels"] == []
+
+
 def test_tab_labels_inside_a_paragraph_are_kept():
     page = clean_markdown("Choose one:\nPIPConda\n")
     assert page.lines == ["Choose one:", "PIPConda", ""]
@@ -356,7 +437,7 @@ def test_inline_backticks_on_a_fence_like_line_do_not_open_a_fence():
     # "``` a ` b" is not a fence opener (backtick in the info string), so "Loading..."
     # after it is ordinary debris.
     page = clean_markdown("``` a ` b\n\nLoading...")
-    assert page.lines == ["``` a ` b", ""]
+    assert page.lines == ["``` a ` b"]
     assert page.warnings == []
 
 

@@ -5,7 +5,8 @@ which an ordinary chunk's JSON never mentions.
 
 The pages in tests/pages/ are our own words in the shapes Firecrawl gives Furo
 (`furo.md`), Docusaurus (`docusaurus_sidebar.md`) and GitBook (`gitbook_sidebar.md`) pages
-with their navigation, and an API index page of bare links (`api_index.md`).
+with their navigation, and an API index page of bare links (`api_index.md`); a Furo API
+reference whose sidebar tree is most of every page is built by tests/furo_site.py.
 """
 
 from __future__ import annotations
@@ -18,18 +19,24 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
+from firechunk.chunker.cleanup import BLANK_LINES, CleanupOptions, clean_markdown
 from firechunk.chunker.navigation import NAVIGATION
 from firechunk.chunker.page import ChunkerOptions
+from firechunk.publish import format_result
 from firechunk.quality import check_run
 from firechunk.run.cache import _VERSIONED_SOURCES
 from firechunk.run.memory import chunk_crawl
+from firechunk.run.stages import run_here, start_run
 from firechunk.run.write import write_run_outputs
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.page import CrawlResult
 from firechunk.schemas.report import ChunkRun
+from firechunk.tokens import TokenCounter
 from firechunk.validate.suites import validate_run
+from firechunk.validate.tables import build_tables
 from tests.chunk_helpers import crawl, page, run_markdown, sentences
+from tests.furo_site import furo_crawl, furo_page
+from tests.furo_site import page_url as furo_url
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
 
@@ -210,6 +217,56 @@ def test_every_navigation_page_passes_the_validation_suites(tmp_path):
     run = chunk_crawl(everything, workers=1)
     outcome = validate_run(run, tmp_path)
     assert outcome.success, [(item.name, item.examples) for item in outcome.failed]
+
+
+# -- a big sidebar tree: removed, and counted as removed ------------------------------------
+
+
+def furo_pages(count: int) -> list[dict]:
+    modules = ("pulse", "flare", "beacon", "horn", "lamp")[:count]
+    return [
+        page(furo_page("signals", module, seed), url=furo_url(f"signals.{module}"), title=module)
+        for seed, module in enumerate(modules)
+    ]
+
+
+def test_the_blank_lines_of_a_removed_sidebar_tree_go_with_it():
+    """A Furo API reference's tree is a few hundred blocks with blank lines between them:
+    the blank lines go with the tree, so the page starts at its first kept line and no
+    run of them is left where the tree stood."""
+    markdown = furo_page("signals", "pulse", 0)
+    cleaned = clean_markdown(markdown)
+    assert "Toggle navigation of" not in cleaned.text
+    assert not cleaned.text.startswith("\n") and "\n\n\n" not in cleaned.text
+    assert len(cleaned.removed[BLANK_LINES]) > 400
+
+
+def test_a_page_under_a_big_sidebar_tree_has_its_tokens_in_its_chunks():
+    """Each page's tokens after clean-up are those its chunks hold. The tree's blank
+    lines, which no chunk holds, go with it: left in the page they are 4 % of its
+    tokens, and `page_tokens_in_chunks_ratio` (0.97 at least) fails every page."""
+    run = chunk_crawl(crawl(*furo_pages(3)), workers=1)
+    pages = build_tables(run, TokenCounter(run.report.encoding))["pages"]
+    assert pages["tokens_after_cleanup"].min() >= 300  # the ratio, not the gap, is checked
+    for ratio in pages["token_ratio"]:
+        assert 0.99 <= ratio <= 1.01
+    for chunk in run.chunks:
+        assert "Toggle navigation of" not in chunk.data.text
+        assert "](../reference/" not in chunk.data.text, chunk.data.text
+
+
+def test_a_crawl_of_furo_api_pages_publishes_without_its_sidebar(tmp_path):
+    """Five pages of the reference, each mostly its sidebar tree, through the run's stages:
+    validated, published, and the tree in no chunk."""
+    crawl_file = furo_crawl(tmp_path / "furo.json", pages=5)
+    _, _, result = run_here(start_run(tmp_path), crawl_file)
+    assert result is not None and result.published, format_result(result)
+    chunks = json.loads((tmp_path / "latest" / "chunks.json").read_text(encoding="utf-8"))
+    assert len({chunk["metadata"]["sourceUrl"] for chunk in chunks}) == 5
+    text = "\n".join(chunk["data"]["text"] for chunk in chunks)
+    assert "Toggle navigation of" not in text
+    assert "](../reference/" not in text
+    assert text.count("owns the channel; a receiver reads from it") == 5
 
 
 # -- the rules, one shape at a time -------------------------------------------------------

@@ -520,6 +520,7 @@ def test_token_counts_are_exact_and_the_report_adds_up():
     assert report.cleanup_tokens_removed == {
         "loading": 3 * count("Loading..."),
         "tab_labels": 3 * count("PIPConda"),
+        "blank_lines": 3 * count("\n\n"),  # the three that held them, at the page's end
     }
     assert report.tokens_before_cleanup == report.tokens_after_cleanup + sum(
         report.cleanup_tokens_removed.values()

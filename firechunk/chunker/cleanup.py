@@ -8,6 +8,12 @@ Before any rule, whatever the options, NUL characters (U+0000) are dropped from 
 page, code included (reported as removed by `nul`): they show nothing in any text, and
 Postgres refuses text that holds one, so a NUL left in a chunk stopped the whole load.
 
+Where a rule removes lines, the blank lines around them go too, but one between the text
+above and the text below them (none at the page's ends), reported as removed by
+`blank_lines`: chunks join a page's blocks with one blank line, so what clean-up keeps,
+the page's tokens that validation finds in its chunks, is what they hold. Blank lines
+where nothing was removed, and code, stay as they are.
+
 Rules:
 - `flattened_code`: Firecrawl flattens Supabase code samples into a lone-backtick line
   (or a double backtick, either possibly followed by `\\`), then per code line a marker
@@ -26,7 +32,8 @@ Rules:
 - `loading`: lines that say only "Loading...".
 - `tab_labels`: a standalone line of run-together UI labels ("PIPConda",
   "ClientServer", "Next.jsSvelteKitAstroRemix"): two or more capitalised labels glued
-  with no space and no sentence punctuation.
+  with no space and no sentence punctuation. A line that starts with a name glued to a
+  word and goes on ("JSONHandler would display it as") is a sentence, not labels.
 - `widgets`: a standalone line that is a docs platform's UI text ("Was this page
   helpful?", "YesNo", "Copy", "Ask AI", "Edit this page", "Skip to content", Furo's theme
   controls, …: `WIDGETS`), or a link whose text is such text that links somewhere
@@ -52,12 +59,13 @@ Code inside fences is never touched by the rules from `heading_anchors` on.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from firechunk.chunker.headings import strip_heading_anchors, strip_permalinks
-from firechunk.chunker.navigation import navigation_lines
+from firechunk.chunker.navigation import navigation_lines, tail_blocks
 from firechunk.chunker.syntax import (
+    FENCE_MARKS,
     closes_fence,
     is_atx_heading,
     is_setext_underline,
@@ -212,10 +220,14 @@ def clean_markdown(
         _drop_chrome(page, chrome)
     if options.site_chrome:
         _drop_navigation(page, raw)
+    _close_gaps(page, len(raw))
     return page
 
 
 NUL = "nul"  # what dropped NULs are reported as removed by: not a rule, never switched off
+# What the blank lines that go with removed lines are reported as removed by (`_close_gaps`):
+# not a rule, they go with whichever rule removed the lines.
+BLANK_LINES = "blank_lines"
 
 
 def _without_nul(text: str, page: CleanedPage) -> str:
@@ -508,27 +520,68 @@ def _drop_chrome(page: CleanedPage, chrome: frozenset[str]) -> None:
     for start, end in _head_blocks(lines):
         if _is_chrome(lines[start:end], chrome):
             drop.update(range(start, end))
-    for start, end in _tail_blocks(lines):
+    for start, end in tail_blocks(lines):
         if _is_chrome(lines[start:end], chrome):
             drop.update(range(start, end))
         elif not all(_LINKS_ONLY.fullmatch(line.strip()) for line in lines[start:end]):
             break
-    if not drop:
-        return
-    page.removed["site_chrome"].extend(lines[i] for i in sorted(drop))
-    kept = [i for i in range(len(lines)) if i not in drop]
-    page.lines = [lines[i] for i in kept]
-    page.source_lines = [page.source_lines[i] for i in kept]
+    _drop_lines(page, drop, "site_chrome")
 
 
 def _drop_navigation(page: CleanedPage, raw: list[str]) -> None:
     """Drop what the page's own structure shows to be its site's navigation
     (`firechunk.chunker.navigation`): sidebar trees, breadcrumbs, pagers."""
     drop = navigation_lines(page.lines, raw, page.source_lines, TOC_LABELS)
-    if not drop:
-        return
-    page.removed["site_chrome"].extend(page.lines[i] for i in drop)
+    _drop_lines(page, drop, "site_chrome")
+
+
+def _close_gaps(page: CleanedPage, raw_count: int) -> None:
+    """Where lines were removed, the blank lines around them go too, but one between the
+    text above and the text below (none at the page's ends); code is left as it is.
+
+    The chunks join a page's blocks with one blank line and hold none at their ends, and
+    validation compares their tokens with the page's tokens after clean-up: the blank
+    lines a removal leaves behind (a few hundred where a sidebar tree stood) would be
+    counted in the page and found in no chunk. `raw_count`: the lines of the crawled page.
+    """
+    lines, source = page.lines, page.source_lines
+    drop: list[int] = []
+    for start, end in _blank_runs(lines):
+        above = source[start - 1] if start else 0
+        below = source[end] if end < len(lines) else raw_count + 1
+        if below - above - 1 == end - start:  # nothing removed here: the page's own
+            continue
+        keep = 0 if start == 0 or end == len(lines) else 1
+        drop.extend(range(start + keep, end))
+    _drop_lines(page, drop, BLANK_LINES)
+
+
+def _blank_runs(lines: list[str]) -> Iterator[tuple[int, int]]:
+    """(start, end) of each run of blank lines outside fenced code, top first."""
+    start: int | None = None  # of the run being read
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        if not line or line.isspace():
+            if start is None and fence is None:
+                start = i
+            continue
+        if start is not None:
+            yield start, i
+            start = None
+        if fence is not None:
+            fence = None if closes_fence(line, fence) else fence
+        elif line.lstrip(" ")[:3] in FENCE_MARKS:
+            fence = opening_fence(line)
+    if start is not None:
+        yield start, len(lines)
+
+
+def _drop_lines(page: CleanedPage, drop: Iterable[int], rule: str) -> None:
+    """Remove the cleaned page's lines at the indices `drop`, as removed by `rule`."""
     dropped = set(drop)
+    if not dropped:
+        return
+    page.removed.setdefault(rule, []).extend(page.lines[i] for i in sorted(dropped))
     kept = [i for i in range(len(page.lines)) if i not in dropped]
     page.lines = [page.lines[i] for i in kept]
     page.source_lines = [page.source_lines[i] for i in kept]
@@ -560,26 +613,6 @@ def _head_blocks(lines: list[str]) -> Iterator[tuple[int, int]]:
         yield start, len(lines)
 
 
-def _tail_blocks(lines: list[str]) -> Iterator[tuple[int, int]]:
-    """(start, end) of the text blocks that end the page, last first, back to the first
-    heading or code block. Clean-up has closed every fence, so going back from the end a
-    fence line is always met before the code it closes."""
-    end = len(lines)
-    while True:
-        while end and not lines[end - 1].strip():
-            end -= 1
-        start = end
-        while start and lines[start - 1].strip():
-            start -= 1
-        run = lines[start:end]
-        if not run or any(opening_fence(line) or is_atx_heading(line) for line in run):
-            return
-        if any(is_setext_underline(line) for line in run[1:]):
-            return
-        yield start, end
-        end = start
-
-
 def _is_chrome(lines: list[str], chrome: frozenset[str]) -> bool:
     """Mostly chrome lines, or navigation holding one: a breadcrumb repeats its separators
     on every page but names the page itself, so most of a short one is not repeated."""
@@ -606,6 +639,9 @@ def is_tab_label_run(text: str) -> bool:
 
     A capital inside a product name ("JavaScript", "OAuth", "PostgreSQL", "HCaptcha") is
     not a glue point: the fragment before it is short, or the one after it is an acronym.
+    Nor is one inside the line's first word when more words follow: that line is a
+    sentence that starts with a name ("JSONHandler would display it as"). A run of labels
+    goes on gluing after its first word ("TypeScriptSwift (iOS)FlutterKotlin").
     """
     if len(text) > 300 or _NOT_LABEL.search(text):
         return False
@@ -641,8 +677,12 @@ _FUNCTION_WORDS = frozenset(
 
 
 def _is_label_glue(text: str, at: int) -> bool:
-    left = text[:at].rsplit(" ", 1)[-1]
-    right = re.match(r"[A-Za-z0-9]*", text[at:]).group(0)
+    """Whether the capital at `at` starts a label glued to the one before it."""
+    before, after = text[:at], text[at:]
+    if " " not in before and " " in after:  # in the first word, and words follow
+        return False
+    left = before.rsplit(" ", 1)[-1]
+    right = re.match(r"[A-Za-z0-9]*", after).group(0)
     if right.isupper():  # "PostgreSQL", "JWTs" style acronym suffix
         return False
     return len(left) >= 5 or (len(left) >= 2 and left.isupper())

@@ -254,10 +254,10 @@ def _text_block(lines: Sequence[str], start: int, end: int) -> _Block:
     )
 
 
-def _tail(lines: Sequence[str]) -> Iterator[tuple[int, int]]:
-    """The spans of the text blocks after the page's last heading or code, last first.
-    Clean-up has closed every fence, so going back from the end a fence is met before
-    its code."""
+def tail_blocks(lines: Sequence[str]) -> Iterator[tuple[int, int]]:
+    """(start, end) of the text blocks after the page's last heading or code, last first:
+    where a page's footer and pager stand. Clean-up has closed every fence, so going back
+    from the end a fence is met before its code."""
     end = len(lines)
     while True:
         while end and _blank(lines[end - 1]):
@@ -343,7 +343,7 @@ def _below_pager(lines: Sequence[str], raw: Sequence[str], source: Sequence[int]
     navigation blocks and captions below it: the content ends at a pager, so what links on
     under it is the site's footer or a table of contents. Only a block with a link and a
     pager word is read whole."""
-    spans = list(_tail(lines))  # last first
+    spans = list(tail_blocks(lines))  # last first
     pagers = {}  # position in `spans` -> block
     for position, (start, end) in enumerate(spans):
         text = "\n".join(lines[start:end])
