@@ -264,6 +264,18 @@ def test_search_finds_the_chunk_that_answers(db, runs, model):
     assert json.loads(found.output)["text"] == hits[0].text and json.loads(found.output)["snippet"]
 
 
+@pytest.mark.parametrize("question", ["", "  \t "])
+def test_an_empty_question_is_bad_input(db, runs, model, question):
+    load(db, runs, "a", model)
+    result = CliRunner().invoke(app, ["search", question, "--data-dir", str(runs), "--db", db])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "error: the question is empty: ask what you are looking for, e.g. firechunk search "
+        '"how are failed messages retried"'
+    ]
+
+
 _KILLED_LOAD = """
 import sys, time
 from pathlib import Path

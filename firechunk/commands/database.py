@@ -238,8 +238,15 @@ def _loaded_collection(conn, collection: str | None, embedder, nothing_loaded: s
 
 
 def _check_text(question: str) -> None:
-    """A question the shell passed in another encoding than UTF-8 arrives with its bytes
-    escaped; say so rather than send the database text it cannot read."""
+    """A question with no words has no answer: every chunk would rank alike, and the hits
+    shown would be arbitrary. A question the shell passed in another encoding than UTF-8
+    arrives with its bytes escaped; say so rather than send the database text it cannot
+    read."""
+    if not question.strip():
+        raise _UserError(
+            "the question is empty: ask what you are looking for, e.g. "
+            'firechunk search "how are failed messages retried"'
+        )
     try:
         question.encode("utf-8")
     except UnicodeEncodeError:
