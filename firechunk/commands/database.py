@@ -59,7 +59,7 @@ def load(
     db: DbUrl = None,
     run: Annotated[
         str,
-        typer.Option(metavar="RUN", help="'latest' or the id of a run that passed validation."),
+        typer.Option(metavar="RUN", help="'latest' or the id of a published run."),
     ] = "latest",
     database: Annotated[DatabaseSettings, Without(*_EMBEDDER)] = DatabaseSettings(),
     allow_shrink: Annotated[
