@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from firechunk.commands.checks import check_writable_dir
 from firechunk.commands.exits import CommandError
 from firechunk.commands.options import DataDir
 from firechunk.commands.settings_options import Without, with_settings
@@ -290,10 +291,19 @@ class _UserError(CommandError):
 
 def _connection(db: str | None, data_dir: Path, create: bool = True):
     """`firechunk.db.connect.connection` to `--db` (or FIRECHUNK_DB_URL), else to the
-    embedded database under `data_dir`."""
+    embedded database under `data_dir`, which must be writable: even a search starts the
+    server there, and records itself as one of its users."""
     from firechunk.db.connect import connection, database_url
+    from firechunk.layout import DataDir
 
-    return connection(database_url(db), data_dir, create)
+    url = database_url(db)
+    if url is None:
+        check_writable_dir(
+            DataDir(data_dir).postgres,
+            "embedded database directory",
+            "make it writable, or give another database with --db or FIRECHUNK_DB_URL",
+        )
+    return connection(url, data_dir, create)
 
 
 @functools.cache
