@@ -66,7 +66,7 @@ def chunk(
         destination = Destination(data_dir, "data directory", DATA_DIR_HINT)
     else:
         destination = Destination(out, "--out directory", "choose another --out")
-    check_writable_dir(*destination)
+    check_writable_dir(destination.path, destination.what, destination.hint)
     started = time.perf_counter()
     # A disk that fills up (or turns read-only) while the run is written is said as such.
     with writing_into(destination):

@@ -36,8 +36,7 @@ class ExitCode(IntEnum):
     OK = 0
     FAILED = 1  # validation failed, or publishing (or a load) was refused
     BAD_INPUT = 2  # bad input or usage: an option, a file, a missing key
-    NETWORK = 3  # the crawl, the network or the disk (Firecrawl, the database, an embedding
-    # API, a full disk): run it again once that is fixed
+    NETWORK = 3  # the crawl, the network (Firecrawl, the database, an embedding API), a full disk
     INTERNAL = 4  # an unexpected exception: a bug in firechunk
     INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C)
     BROKEN_PIPE = 141  # the output's reader went away (128 + SIGPIPE, as `ls | head`)

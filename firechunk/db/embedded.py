@@ -180,7 +180,7 @@ def _start(cluster: Path) -> str:
     if url is None:
         said = _last_line(done.stderr or done.stdout).removeprefix("pg_ctl: error: ")
         cause = _last_failure(log, seen) or said
-        if _DISK_FULL in cause:
+        if _NO_SPACE in cause:
             raise EmbeddedError(
                 f"the embedded database in {cluster} cannot start: its disk is full ({cause}); "
                 "free space there, then run again"
@@ -387,7 +387,7 @@ def _as_nobody() -> tuple[str, ...]:
 # only says it removed what it made, after its own error or its bootstrap server's FATAL.
 _SERVER_FAILURES = ("PANIC:", "FATAL:")
 _INITDB_FAILURES = (*_SERVER_FAILURES, "initdb: error:")
-_DISK_FULL = os.strerror(errno.ENOSPC)  # "No space left on device", as postgres says it
+_NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device", as postgres says it
 
 
 def _last_failure(log: Path, start: int) -> str | None:
@@ -411,7 +411,7 @@ def _way_out_of_creating(cause: str) -> str:
     """What to do when initdb failed for `cause`: a full disk is freed; anything else (a
     file system postgres cannot use) calls for another place."""
     elsewhere = "choose another data directory (--data-dir), or pass --db or FIRECHUNK_DB_URL"
-    if _DISK_FULL in cause:
+    if _NO_SPACE in cause:
         return f"free space on its disk and run again, or {elsewhere}"
     return elsewhere
 
