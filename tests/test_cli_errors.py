@@ -9,6 +9,7 @@ the installed `firechunk` in a subprocess; the others run the same app in this p
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -28,6 +29,7 @@ from firechunk.crawl.errors import CrawlError, MissingApiKeyError
 from firechunk.crawlfile import CrawlFileError, read_crawl
 from firechunk.run.memory import chunk_crawl
 from tests.crawl_fixtures import CANARY_KEY, served_pages
+from tests.disks import mounts_unavailable, on_small_disk
 from tests.firecrawl_server import FakeFirecrawl, Fault
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,6 +116,68 @@ def test_a_data_directory_that_is_a_file_is_refused(tmp_path: Path):
     result = _invoke("chunk", str(SAMPLE), "--data-dir", str(afile))
     assert result.exit_code == ExitCode.BAD_INPUT
     assert "is a file, not a directory" in _one_line(result.stderr)
+
+
+FULL_DATA_DIR = (
+    "error: the data directory {data_dir} is on a full disk (No space left on device); free "
+    "space there or choose another with --data-dir or FIRECHUNK_DATA_DIR, then run again"
+)
+
+
+def test_a_disk_that_fills_up_during_chunk_is_exit_3_naming_the_data_directory(
+    monkeypatch, tmp_path: Path
+):
+    """Every write under the data directory fails as a full disk fails it: at the fsync
+    that makes a file durable (`firechunk.atomic`)."""
+    data_dir = tmp_path / "data"
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(data_dir)):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    result = _invoke("chunk", str(SAMPLE), "--data-dir", str(data_dir), "--workers", "1")
+    assert result.exit_code == ExitCode.NETWORK, result.output
+    assert _one_line(result.stderr) == FULL_DATA_DIR.format(data_dir=data_dir)
+
+
+@pytest.mark.skipif(mounts_unavailable() is not None, reason=str(mounts_unavailable()))
+def test_a_real_full_disk_during_chunk_is_exit_3_naming_the_data_directory(tmp_path: Path):
+    """A tmpfs of 1 MB: the run's first files fit, validation's do not."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    data_dir = disk / "data"
+    command = [sys.executable, "-m", "firechunk.cli", "chunk", str(SAMPLE), "--data-dir"]
+    result = subprocess.run(
+        on_small_disk(disk, "1m", [*command, str(data_dir)]),
+        env=_env(tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == ExitCode.NETWORK, result.stderr
+    assert _last_line(result.stderr) == FULL_DATA_DIR.format(data_dir=data_dir)
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "said"),
+    [
+        (OSError(errno.ENOSPC, "No space left on device", "/d/runs/r/chunks.json"),
+         ExitCode.NETWORK, "the directory /d/runs/r is on a full disk"),
+        (OSError(errno.EDQUOT, "Disk quota exceeded"),
+         ExitCode.NETWORK, "a directory firechunk writes to is on a full disk"),
+        (OSError(errno.EROFS, "Read-only file system", "/d/postgres/.firechunk.lock"),
+         ExitCode.BAD_INPUT, "the directory /d/postgres is not writable"),
+    ],
+)  # fmt: skip
+def test_a_full_or_read_only_disk_is_said_with_its_exit_code(error, code, said):
+    """Raised where no command said which directory it writes (a flow's task, a
+    library call): the line names the failing file's directory, when the error has one."""
+    from firechunk.commands.exits import environment_failure
+
+    failure = environment_failure(error)
+    assert failure is not None and failure.code == code
+    assert str(failure).startswith(said), str(failure)
+    assert environment_failure(OSError(errno.ENOENT, "No such file or directory")) is None
 
 
 @pytest.mark.parametrize(

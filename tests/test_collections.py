@@ -124,6 +124,31 @@ def test_two_doc_sets_sharing_chunks_load_side_by_side_and_search_apart(db, mode
         assert "/reference/sql/reporting-schema" in in_all[0].url
 
 
+def searched(db: str, data_dir: Path, question: str, *options: str):
+    """`firechunk search QUESTION --json` on the database `db`."""
+    asked = ["search", question, "--db", db, "--data-dir", str(data_dir), "--json", *options]
+    return CliRunner().invoke(app, asked)
+
+
+def test_search_collection_searches_that_collection_and_no_other(db, model, renamed, guides):
+    question = "what does the reporting schema hold"
+    everything = load(db, renamed, "a", model).collection
+    unknown = searched(db, renamed, question, "--collection", "no.such.name")
+    assert unknown.exit_code == 2, unknown.stdout[:300]
+    assert unknown.stderr.strip().splitlines() == [
+        f"error: collection 'no.such.name' is not loaded; loaded: {everything}"
+    ]
+    part = load(db, guides, "g", model).collection
+    for collection, ids in [(part, texts(guides, "g")), (everything, texts(renamed, "a"))]:
+        found = searched(db, renamed, question, "--collection", collection, "-k", "10")
+        assert found.exit_code == 0, found.output
+        hits = [json.loads(line) for line in found.stdout.splitlines()]
+        assert hits and {hit["chunk_id"] for hit in hits} <= ids.keys(), collection
+    assert not all(hit["url"].startswith(GUIDES) for hit in hits)  # the whole site's answer
+    unknown = searched(db, renamed, question, "--collection", "no.such.name")
+    assert unknown.exit_code == 2 and f"loaded: {everything}, {part}" in unknown.stderr
+
+
 def test_an_edit_across_every_page_loads_without_allow_shrink(db, model, renamed):
     data_dir = renamed
     before, after = texts(data_dir, "a"), texts(data_dir, "b")

@@ -199,6 +199,41 @@ def test_a_failed_or_unfinished_run_is_never_loaded(runs, tmp_path):
     assert result.exit_code == 2 and "only a published run" in result.output
 
 
+# `firechunk chunk`, killed the moment its run has passed validation (status.json written)
+# and before it is published (manifest.json, then latest).
+_KILLED_BEFORE_PUBLISHING = """
+import os, signal, sys
+import firechunk.run.stages as stages
+from firechunk.cli import app
+
+stages.write_manifest = lambda run_dir: os.kill(os.getpid(), signal.SIGKILL)
+app(["chunk", sys.argv[1], "--data-dir", sys.argv[2], "--run-id", "killed", "--workers", "1"])
+"""
+
+
+def test_a_run_killed_after_validation_and_before_publishing_is_not_loaded(db, tmp_path):
+    data_dir = tmp_path / "data"
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_BEFORE_PUBLISHING, str(SAMPLE), str(data_dir)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    run_dir = data_dir / "runs" / "killed"
+    assert RunStatus.model_validate_json((run_dir / "status.json").read_text()).status == "passed"
+    assert not (run_dir / "manifest.json").exists() and not (data_dir / "latest").exists()
+
+    result = CliRunner().invoke(
+        app, ["load", "--data-dir", str(data_dir), "--db", db, "--run", "killed"]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().splitlines() == [
+        "error: run killed passed validation but was never published (no manifest.json): "
+        "only a published run is loaded (firechunk load --run latest)"
+    ]
+    with connect(db, data_dir) as conn:
+        assert conn.execute("select to_regclass('firechunk_chunks')").fetchone() == (None,)
+
+
 def test_the_shrink_guard_stops_a_load_that_deletes_too_much(db, runs, model, tmp_path):
     load(db, runs, "a", model)
     small = tmp_path / "data"
@@ -262,6 +297,18 @@ def test_search_finds_the_chunk_that_answers(db, runs, model):
     found = CliRunner().invoke(app, [*asked, "--min-score", "1", "--json"])
     assert [json.loads(line)["rank"] for line in found.output.splitlines()] == [1]
     assert json.loads(found.output)["text"] == hits[0].text and json.loads(found.output)["snippet"]
+
+
+@pytest.mark.parametrize("question", ["", "  \t "])
+def test_an_empty_question_is_bad_input(db, runs, model, question):
+    load(db, runs, "a", model)
+    result = CliRunner().invoke(app, ["search", question, "--data-dir", str(runs), "--db", db])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "error: the question is empty: ask what you are looking for, e.g. firechunk search "
+        '"how are failed messages retried"'
+    ]
 
 
 _KILLED_LOAD = """

@@ -9,9 +9,11 @@ machine may be busy.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -24,6 +26,7 @@ import psycopg
 import pytest
 
 from firechunk.db.connect import connect, embedded_server
+from tests.disks import mounts_unavailable, on_small_disk, read_only
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "crawl.json"
@@ -31,15 +34,19 @@ FIRECHUNK = Path(sys.executable).with_name("firechunk")
 DEADLINE = 60
 
 
-def firechunk(*args: str) -> subprocess.CompletedProcess[str]:
-    """The installed `firechunk`, with no database URL or data directory inherited."""
+def firechunk(
+    *args: str, within: Callable[[list[str]], list[str]] = list, **options
+) -> subprocess.CompletedProcess[str]:
+    """The installed `firechunk`, with no database URL or data directory inherited;
+    `within`: the command line it runs in (`tests.disks`); `options` for subprocess.run."""
     env = {
         k: v for k, v in os.environ.items() if k not in ("FIRECHUNK_DB_URL", "FIRECHUNK_DATA_DIR")
     }
     command = [str(FIRECHUNK)] if FIRECHUNK.exists() else [sys.executable, "-m", "firechunk.cli"]
     return subprocess.run(
-        command + list(args), env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
+        within(command + list(args)),
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, **options,
+    )  # fmt: skip
 
 
 def wait_until(done: Callable[[], bool], seconds: float = DEADLINE) -> bool:
@@ -304,4 +311,115 @@ def test_damaged_database_files_are_one_line_naming_the_cause_and_the_way_out(tm
     assert line.endswith(
         "move it aside and run `firechunk load` to rebuild it from the published run"
     )
+    assert no_server_left(data_dir)
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> Path:
+    """A data directory whose one run, the sample's, is published; nothing loaded yet."""
+    from firechunk.run.stages import run_here, start_run
+
+    data_dir = tmp_path_factory.mktemp("published") / "data"
+    _, outcome, result = run_here(start_run(data_dir, "sample"), SAMPLE)
+    assert outcome.success and result.published
+    return data_dir
+
+
+def copy_of(data_dir: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(data_dir, tmp_path / "data", symlinks=True))
+
+
+def test_a_read_only_data_directory_is_bad_input_for_load_and_search(published, tmp_path):
+    """Read-only for real: a read-only bind mount as root (whom permission bits do not
+    stop), the directories' permission bits otherwise."""
+    data_dir = copy_of(published, tmp_path)
+    cluster = data_dir / "postgres"
+    with embedded_server(data_dir):  # a database for search to read
+        pass
+    if mounts_unavailable() is None:
+        within, cause = functools.partial(read_only, data_dir), "Read-only file system"
+    else:
+        within, cause = list, "Permission denied"
+        for directory in (data_dir, cluster):
+            directory.chmod(0o555)
+    try:
+        for command in (["load"], ["search", "retries"]):
+            done = firechunk(*command, "--data-dir", str(data_dir), within=within)
+            assert done.returncode == 2, done.stderr
+            assert one_line(done.stderr) == (
+                f"error: the embedded database directory {cluster} is not writable ({cause}); "
+                "make it writable, or give another database with --db or FIRECHUNK_DB_URL"
+            )
+    finally:
+        data_dir.chmod(0o755)
+        cluster.chmod(0o700)
+    assert no_server_left(data_dir)
+
+
+def _files_of_1_mb_at_most() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))
+
+
+def test_a_failed_initdb_says_its_cause_not_its_clean_up(published, tmp_path, model):
+    """initdb writes a WAL segment of 16 MB; a command whose files may not pass 1 MB
+    (RLIMIT_FSIZE, which its children inherit) sees initdb's bootstrap fail, and initdb's
+    last line only says it removed what it made. `model`: the embedder's graph is cached
+    already, so the load writes no big file of its own."""
+    data_dir = copy_of(published, tmp_path)
+    done = firechunk("load", "--data-dir", str(data_dir), preexec_fn=_files_of_1_mb_at_most)
+    assert done.returncode == 3, done.stderr
+    line = one_line(done.stderr)
+    assert line.startswith(
+        f"error: could not create the embedded database in {data_dir / 'postgres'}: "
+        'could not write to file "pg_wal/xlogtemp.'
+    ), line
+    assert line.endswith(
+        ": File too large; choose another data directory (--data-dir), or pass --db or "
+        "FIRECHUNK_DB_URL"
+    ), line
+    assert not (data_dir / "postgres").exists() and not any(data_dir.glob(".postgres-init-*"))
+
+
+@pytest.mark.skipif(mounts_unavailable() is not None, reason=str(mounts_unavailable()))
+def test_initdb_on_a_full_disk_says_so_and_how_to_free_it(published, tmp_path, model):
+    """The data directory on a tmpfs with 2 MB to spare beside its run: initdb needs more."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    data_dir = disk / "data"
+    size = sum(path.stat().st_size for path in published.rglob("*") if path.is_file())
+    copy = 'cp -a "$1" "$2" && shift 2 && exec "$@"'
+
+    def copied_onto_a_small_disk(command: list[str]) -> list[str]:
+        copied = ["sh", "-c", copy, "sh", str(published), str(data_dir), *command]
+        return on_small_disk(disk, f"{size // 1024 + 2048}k", copied)
+
+    done = firechunk("load", "--data-dir", str(data_dir), within=copied_onto_a_small_disk)
+    assert done.returncode == 3, done.stderr
+    line = one_line(done.stderr)
+    assert line.startswith(f"error: could not create the embedded database in {data_dir}/postgres")
+    assert ": No space left on device; free space on its disk and run again, or " in line, line
+    assert "removing" not in line
+
+
+@pytest.mark.skipif(mounts_unavailable() is not None, reason=str(mounts_unavailable()))
+def test_a_full_disk_at_start_is_said_as_a_full_disk_not_damaged_files(published, tmp_path):
+    """The database's directory on a tmpfs of its own, filled up before search starts it."""
+    data_dir = copy_of(published, tmp_path)
+    cluster = data_dir / "postgres"
+    with embedded_server(data_dir):
+        pass
+    aside = cluster.rename(tmp_path / "cluster")
+    cluster.mkdir(mode=0o700)
+    fill = 'cp -a "$1"/. "$2" && { cat /dev/zero > "$2/filler" 2>/dev/null; shift 2; exec "$@"; }'
+
+    def on_full_disk(command: list[str]) -> list[str]:
+        filled = ["sh", "-c", fill, "sh", str(aside), str(cluster), *command]
+        return on_small_disk(cluster, "64m,mode=0700", filled)
+
+    done = firechunk("search", "retries", "--data-dir", str(data_dir), within=on_full_disk)
+    assert done.returncode == 3, done.stderr
+    line = one_line(done.stderr)
+    assert line.startswith(f"error: the embedded database in {cluster} cannot start: its disk")
+    assert "No space left on device" in line and "damaged" not in line, line
+    assert line.endswith("free space there, then run again"), line
     assert no_server_left(data_dir)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from firechunk.commands.checks import check_data_dir, check_writable_dir
-from firechunk.commands.exits import CommandError, ExitCode
+from firechunk.commands.checks import DATA_DIR_HINT, check_writable_dir
+from firechunk.commands.exits import CommandError, Destination, ExitCode, writing_into
 from firechunk.commands.options import DataDir, RunId
 from firechunk.commands.settings_options import Without, with_settings
 from firechunk.settings import RunSettings
@@ -63,20 +63,23 @@ def chunk(
     # A bad file, or a place the run cannot be written, is refused before a run starts.
     pages = len(read_crawl(crawl_file, allow_partial=run.allow_partial).data)
     if out is None:
-        check_data_dir(data_dir)
+        destination = Destination(data_dir, "data directory", DATA_DIR_HINT)
     else:
-        check_writable_dir(out, "--out directory", "choose another --out")
+        destination = Destination(out, "--out directory", "choose another --out")
+    check_writable_dir(destination.path, destination.what, destination.hint)
     started = time.perf_counter()
-    try:
-        start = start_run(data_dir, run_id, run) if out is None else start_out_run(out, run)
-    except (FileExistsError, ValueError) as error:
-        raise CommandError(str(error)) from None
-    with _chunking_bar(pages) as progress:
-        written, outcome, result = run_here(
-            start, crawl_file, process_pool(run.workers or DEFAULT_WORKERS), progress=progress
-        )
-    if out is None:  # a run of the data directory: `firechunk runs` shows its seconds
-        record_seconds(start.run_dir, {CHUNK_STAGES: time.perf_counter() - started})
+    # A disk that fills up (or turns read-only) while the run is written is said as such.
+    with writing_into(destination):
+        try:
+            start = start_run(data_dir, run_id, run) if out is None else start_out_run(out, run)
+        except (FileExistsError, ValueError) as error:
+            raise CommandError(str(error)) from None
+        with _chunking_bar(pages) as progress:
+            written, outcome, result = run_here(
+                start, crawl_file, process_pool(run.workers or DEFAULT_WORKERS), progress=progress
+            )
+        if out is None:  # a run of the data directory: `firechunk runs` shows its seconds
+            record_seconds(start.run_dir, {CHUNK_STAGES: time.perf_counter() - started})
     _summary(written, start.run_dir)
     if result is None:
         _console().print(format_outcome(outcome, start.run_dir))

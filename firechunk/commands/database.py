@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from firechunk.commands.checks import check_writable_dir
 from firechunk.commands.exits import CommandError
 from firechunk.commands.options import DataDir
 from firechunk.commands.settings_options import Without, with_settings
@@ -59,7 +60,7 @@ def load(
     db: DbUrl = None,
     run: Annotated[
         str,
-        typer.Option(metavar="RUN", help="'latest' or the id of a run that passed validation."),
+        typer.Option(metavar="RUN", help="'latest' or the id of a published run."),
     ] = "latest",
     database: Annotated[DatabaseSettings, Without(*_EMBEDDER)] = DatabaseSettings(),
     allow_shrink: Annotated[
@@ -238,8 +239,15 @@ def _loaded_collection(conn, collection: str | None, embedder, nothing_loaded: s
 
 
 def _check_text(question: str) -> None:
-    """A question the shell passed in another encoding than UTF-8 arrives with its bytes
-    escaped; say so rather than send the database text it cannot read."""
+    """A question with no words has no answer: every chunk would rank alike, and the hits
+    shown would be arbitrary. A question the shell passed in another encoding than UTF-8
+    arrives with its bytes escaped; say so rather than send the database text it cannot
+    read."""
+    if not question.strip():
+        raise _UserError(
+            "the question is empty: ask what you are looking for, e.g. "
+            'firechunk search "how are failed messages retried"'
+        )
     try:
         question.encode("utf-8")
     except UnicodeEncodeError:
@@ -283,10 +291,19 @@ class _UserError(CommandError):
 
 def _connection(db: str | None, data_dir: Path, create: bool = True):
     """`firechunk.db.connect.connection` to `--db` (or FIRECHUNK_DB_URL), else to the
-    embedded database under `data_dir`."""
+    embedded database under `data_dir`, which must be writable: even a search starts the
+    server there, and records itself as one of its users."""
     from firechunk.db.connect import connection, database_url
+    from firechunk.layout import DataDir
 
-    return connection(database_url(db), data_dir, create)
+    url = database_url(db)
+    if url is None:
+        check_writable_dir(
+            DataDir(data_dir).postgres,
+            "embedded database directory",
+            "make it writable, or give another database with --db or FIRECHUNK_DB_URL",
+        )
+    return connection(url, data_dir, create)
 
 
 @functools.cache

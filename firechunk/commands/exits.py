@@ -12,6 +12,8 @@ nothing said, 141, what `ls | head` gives).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
 import select
@@ -19,10 +21,10 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from enum import IntEnum
 from pathlib import Path
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import NamedTuple, NoReturn, ParamSpec, TypeVar
 
 import click
 import typer
@@ -34,7 +36,7 @@ class ExitCode(IntEnum):
     OK = 0
     FAILED = 1  # validation failed, or publishing (or a load) was refused
     BAD_INPUT = 2  # bad input or usage: an option, a file, a missing key
-    NETWORK = 3  # the crawl or the network (Firecrawl, the database, an embedding API)
+    NETWORK = 3  # the crawl, the network (Firecrawl, the database, an embedding API), a full disk
     INTERNAL = 4  # an unexpected exception: a bug in firechunk
     INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C)
     BROKEN_PIPE = 141  # the output's reader went away (128 + SIGPIPE, as `ls | head`)
@@ -42,7 +44,7 @@ class ExitCode(IntEnum):
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 validation failed or publish refused; 2 bad input or usage; "
-    "3 crawl or network error; 4 internal error (a bug: rerun with --debug); "
+    "3 crawl or network error, or a full disk; 4 internal error (a bug: rerun with --debug); "
     "130 interrupted (Ctrl-C, SIGTERM); 141 output pipe closed."
 )
 
@@ -173,6 +175,7 @@ def _reader_gone() -> bool:
 
 def fail(error: Exception) -> NoReturn:
     """Say what went wrong in one line and exit with its code."""
+    error = environment_failure(error) or error
     known = classify(error)
     if known is None:
         _internal(error)
@@ -215,6 +218,70 @@ _KNOWN: tuple[tuple[str, str, ExitCode, str], ...] = (
     ("firechunk.db.embedded", "EmbeddedError", ExitCode.NETWORK, "error: "),
     ("firechunk.embedders", "EmbedderError", ExitCode.NETWORK, "error: "),
 )
+
+
+# What an OSError's errno says of the machine rather than of firechunk: the disk written
+# to is full (or the user's quota is), or it is mounted read-only.
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+_READ_ONLY = frozenset({errno.EROFS})
+
+
+class Destination(NamedTuple):
+    """A directory a command writes into, as its lines name it: "the `what` `path`", and
+    `hint`, how to choose another ("choose another with --data-dir")."""
+
+    path: Path
+    what: str
+    hint: str
+
+
+@contextlib.contextmanager
+def writing_into(destination: Destination) -> Iterator[None]:
+    """Run the block, which writes into `destination`; a disk that is full or read-only
+    under it becomes one line naming it and the way out."""
+    try:
+        yield
+    except OSError as error:
+        failure = environment_failure(error, destination)
+        if failure is None:
+            raise
+        raise failure from error
+
+
+def environment_failure(
+    error: BaseException, written: Destination | None = None
+) -> CommandError | None:
+    """A write the machine refused, as the line to show and its exit code: a full disk is
+    exit 3 (free space and run again, as after a network failure), a read-only one exit 2
+    (the command must write elsewhere). `written`: where the command writes, if it said
+    (`writing_into`). None for any other error."""
+    if not isinstance(error, OSError) or error.errno not in _DISK_FULL | _READ_ONLY:
+        return None
+    place, way_out = _place(error, written)
+    cause = error.strerror or os.strerror(error.errno)
+    if error.errno in _DISK_FULL:
+        also = f" or {way_out}" if way_out else ""
+        return CommandError(
+            f"{place} is on a full disk ({cause}); free space there{also}, then run again",
+            ExitCode.NETWORK,
+        )
+    return CommandError(
+        f"{place} is not writable ({cause}); {way_out or 'mount it read-write, then run again'}"
+    )
+
+
+def _place(error: OSError, written: Destination | None) -> tuple[str, str | None]:
+    """The directory a failed write is said of, and how to choose another (None when no
+    option of the command does): the one the command writes into, unless the failing
+    file is elsewhere (a cache, a temporary file); then that file's own directory."""
+    failed = Path(os.fsdecode(error.filename)) if isinstance(error.filename, str | bytes) else None
+    if written is not None:
+        inside = failed is None or failed.absolute().is_relative_to(Path(written.path).absolute())
+        if inside:
+            return f"the {written.what} {written.path}", written.hint
+    if failed is not None:
+        return f"the directory {failed.parent}", None
+    return "a directory firechunk writes to", None
 
 
 def _internal(error: Exception) -> NoReturn:

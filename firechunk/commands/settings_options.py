@@ -58,7 +58,9 @@ def with_settings(command: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(command)
     def invoke(**options: Any) -> None:
-        built = {name: _build(section, options) for name, (section, _) in sections.items()}
+        built = {
+            name: _build(section, without, options) for name, (section, without) in sections.items()
+        }
         return command(**options, **built)
 
     # typer reads the options: the signature and annotations are theirs, not the command's.
@@ -116,10 +118,13 @@ def _flags(name: str, cli: Cli) -> tuple[str, ...]:
     return cli.flags or (f"--{name.replace('_', '-')}",)
 
 
-def _build(section: type[BaseModel], options: dict[str, Any]) -> BaseModel:
+def _build(section: type[BaseModel], without: frozenset[str], options: dict[str, Any]) -> BaseModel:
     """The section from its options (taken out of `options`; one not given keeps the
-    field's default), or exit 2 naming the option."""
-    given = {name: options.pop(name) for name in list(options) if name in section.model_fields}
+    field's default), or exit 2 naming the option. A field the command does not offer
+    keeps its default, and an option of the command's own by that name (search's
+    `--collection`) stays the command's."""
+    offered = section.model_fields.keys() - without
+    given = {name: options.pop(name) for name in list(options) if name in offered}
     try:
         return section(**{name: value for name, value in given.items() if value is not None})
     except ValidationError as error:

@@ -21,6 +21,7 @@ Linux only: /proc tells which holders are alive.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import importlib.util
 import os
@@ -145,8 +146,10 @@ def _create(cluster: Path) -> None:
         done = _run("initdb", "-D", str(building), "--auth=trust", "--auth-local=trust",
                     "--encoding=utf8", "-U", "postgres")  # fmt: skip
         if done.returncode != 0:
+            cause = _failure(done.stderr, _INITDB_FAILURES) or _last_line(done.stderr)
             raise EmbeddedError(
-                f"could not create the embedded database in {cluster}: {_last_line(done.stderr)}"
+                f"could not create the embedded database in {cluster}: {cause}; "
+                + _way_out_of_creating(cause)
             )
         with contextlib.suppress(OSError):  # ENOTEMPTY: another command's cluster is there
             building.rename(cluster)
@@ -177,6 +180,11 @@ def _start(cluster: Path) -> str:
     if url is None:
         said = _last_line(done.stderr or done.stdout).removeprefix("pg_ctl: error: ")
         cause = _last_failure(log, seen) or said
+        if _NO_SPACE in cause:
+            raise EmbeddedError(
+                f"the embedded database in {cluster} cannot start: its disk is full ({cause}); "
+                "free space there, then run again"
+            )
         raise EmbeddedError(
             f"the database files under {cluster} are damaged ({cause}): move it aside and run "
             "`firechunk load` to rebuild it from the published run"
@@ -375,16 +383,37 @@ def _as_nobody() -> tuple[str, ...]:
     )
 
 
+# How the server and initdb say what stopped them, most severe first. initdb's last line
+# only says it removed what it made, after its own error or its bootstrap server's FATAL.
+_SERVER_FAILURES = ("PANIC:", "FATAL:")
+_INITDB_FAILURES = (*_SERVER_FAILURES, "initdb: error:")
+_NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device", as postgres says it
+
+
 def _last_failure(log: Path, start: int) -> str | None:
     """The last FATAL or PANIC of the server log after byte `start`, without its prefix."""
     with contextlib.suppress(OSError), open(log, "rb") as handle:
         handle.seek(start)
-        lines = handle.read().decode("utf-8", "replace").splitlines()
-        for line in reversed(lines):
-            for level in ("PANIC:", "FATAL:"):
-                if level in line:
-                    return line.split(level, 1)[1].strip()
+        return _failure(handle.read().decode("utf-8", "replace"), _SERVER_FAILURES)
     return None
+
+
+def _failure(output: str | None, marks: tuple[str, ...]) -> str | None:
+    """The text after the first of `marks` on the last line of `output` that has one."""
+    for line in reversed((output or "").splitlines()):
+        for mark in marks:
+            if mark in line:
+                return line.split(mark, 1)[1].strip()
+    return None
+
+
+def _way_out_of_creating(cause: str) -> str:
+    """What to do when initdb failed for `cause`: a full disk is freed; anything else (a
+    file system postgres cannot use) calls for another place."""
+    elsewhere = "choose another data directory (--data-dir), or pass --db or FIRECHUNK_DB_URL"
+    if _NO_SPACE in cause:
+        return f"free space on its disk and run again, or {elsewhere}"
+    return elsewhere
 
 
 def _last_line(text: str | None) -> str:

@@ -1,12 +1,15 @@
 """The published run a load takes: its chunks as the database stores them.
 
-Only a run whose `status.json` says "passed" is loaded (`latest` points at the last one);
-a failed, superseded or unfinished run never is. The chunks come from the run's
-`chunks.json`, the fixed chunk structure, so the database's `metadata` column holds what a
-reader of that file sees, with one exception: text Postgres cannot take. A NUL character
-(which no text column or JSONB string accepts) is dropped and an absurdly long string
-(a page title of 100,000 words) is cut at `MAX_FIELD_CHARS`, so one odd page never stops
-a load; the chunker quarantines such pages, and this is the last line of defence.
+Only a published run is loaded (`latest` points at the last one): its `status.json` says
+"passed" and it has the `manifest.json` publishing writes. A failed, superseded or
+unfinished run never is, nor one that passed and was stopped before it was published.
+
+The chunks come from the run's `chunks.json`, the fixed chunk structure, so the
+database's `metadata` column holds what a reader of that file sees, with one exception:
+text Postgres cannot take. A NUL character (which no text column or JSONB string accepts)
+is dropped and an absurdly long string (a page title of 100,000 words) is cut at
+`MAX_FIELD_CHARS`, so one odd page never stops a load; the chunker quarantines such
+pages, and this is the last line of defence.
 
 The run's collection is the one it names (`report.json`, see
 `firechunk.run.collection`) unless the caller names another.
@@ -106,6 +109,11 @@ def published_run(
             f"run {status.run_id} {status.status} validation or publishing: only a published "
             "run is loaded (firechunk load --run latest)"
         )
+    if not _was_published(data_dir, run_dir):
+        raise RunNotLoadable(
+            f"run {status.run_id} passed validation but was never published (no "
+            "manifest.json): only a published run is loaded (firechunk load --run latest)"
+        )
     chunks = read_chunks(RunDir(run_dir).chunks_json)
     urls = [chunk.url for chunk in chunks]
     return PublishedRun(
@@ -134,6 +142,15 @@ def _run_dir(data_dir: Path, run: str) -> Path:
     if not run_dir.is_dir():
         raise RunNotLoadable(f"no run {run!r} in {data.runs}")
     return run_dir
+
+
+def _was_published(data_dir: Path, run_dir: Path) -> bool:
+    """Publishing writes the run's manifest.json, then points `latest` at it: a run that
+    passed validation without a manifest was stopped (killed) before it was published.
+    The run `latest` points at was published whatever it holds (one published before
+    runs had manifests)."""
+    latest = DataDir(data_dir).latest_run()
+    return RunDir(run_dir).manifest_json.exists() or latest == run_dir.resolve()
 
 
 def read_chunks(path: Path) -> tuple[RunChunk, ...]:
