@@ -129,6 +129,13 @@ class RunSettings(_Section):
         description="How many processes chunk pages side by side; empty for 2, or none (this "
         "process) when under 2 MB of pages is left to chunk.",
     )
+    batch_timeout: Annotated[float, Cli(metavar="SECONDS")] = Field(
+        600,
+        gt=0,
+        description="Seconds the chunk stage waits for the next batch of pages to come back "
+        "from its workers; past it the run fails rather than hang (a worker or a Dask "
+        "cluster lost, a task runner that lost track of its work).",
+    )
     encoding: Annotated[str, Cli(metavar="NAME")] = Field(
         DEFAULT_ENCODING, description="The tiktoken encoding that counts tokens."
     )

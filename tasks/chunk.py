@@ -10,13 +10,14 @@ when there is something to chunk: a night that reuses every page starts none.
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Iterator
 from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
+from prefect.futures import PrefectFuture
 from prefect.task_runners import TaskRunner
 
 from firechunk.chunker.page import ChunkerOptions
@@ -24,18 +25,13 @@ from firechunk.run.executors import Executor
 from firechunk.run.outcomes import PackedOutcome, chunk_pages
 from firechunk.run.plan import PageInput
 from firechunk.run.stages import Chunked, RunStart, chunk_stage
-from firechunk.tasks.runners import api_shared_with_workers, make_task_runner
+from firechunk.tasks.runners import ChunkingStalled, api_shared_with_workers, make_task_runner
 from firechunk.words import counted, reuse_phrase
 
 PROGRESS_KEY = "chunking-progress"
 
 
-# A batch is seconds of work; one still running after this is stuck, and fails the run
-# rather than keeping it (and the deployment's slot) for ever.
-BATCH_TIME_LIMIT = 3600
-
-
-@task(name="chunk-pages", cache_policy=NO_CACHE, timeout_seconds=BATCH_TIME_LIMIT)
+@task(name="chunk-pages", cache_policy=NO_CACHE)
 def chunk_batch(
     batch: list[PageInput], encoding: str, options: ChunkerOptions
 ) -> list[PackedOutcome]:
@@ -43,7 +39,29 @@ def chunk_batch(
     return chunk_pages(batch, encoding, options)
 
 
-def on_task_runner(runner: TaskRunner) -> Executor:
+def as_finished(futures: list[PrefectFuture], timeout: float) -> Iterator[PrefectFuture]:
+    """`futures` as each finishes; `ChunkingStalled` when none has for `timeout` seconds.
+
+    A batch is seconds of work, so a long silence means the batches are lost, not slow: a
+    worker killed, a Dask cluster gone, or Prefect's process pool losing track of its work
+    when its API restarts mid-run (seen on 3 of 5 restarts). Without a limit the flow run
+    would wait for ever, Running, holding the deployment's one slot against every later
+    night; with it, the run fails, the alert goes out and the queue moves on.
+    """
+    finished: queue.Queue[PrefectFuture] = queue.Queue()
+    for future in futures:
+        future.add_done_callback(finished.put)
+    for done in range(len(futures)):
+        try:
+            yield finished.get(timeout=timeout)
+        except queue.Empty:
+            raise ChunkingStalled(
+                f"no batch of pages came back in {timeout:g} s ({done} of {len(futures)} "
+                "done): the task runner lost them; the run is stopped (run.batch_timeout)"
+            ) from None
+
+
+def on_task_runner(runner: TaskRunner, batch_timeout: float) -> Executor:
     """The executor that submits each batch to `runner` as a `chunk-pages` task run."""
 
     def run(
@@ -55,7 +73,7 @@ def on_task_runner(runner: TaskRunner) -> Executor:
         with api_shared_with_workers(), runner:
             parameters = [{"batch": b, "encoding": encoding, "options": options} for b in batches]
             futures = [runner.submit(chunk_batch, p) for p in parameters]
-            for future in as_completed(futures):
+            for future in as_finished(futures, batch_timeout):
                 yield future.result()
 
     return run
@@ -74,7 +92,8 @@ def chunk_on_runner(start: RunStart, crawl_file: Path) -> Chunked:
         logger.info("chunked %d/%d pages", done, total)
 
     runner = make_task_runner(start.settings)
-    chunked = chunk_stage(start, crawl_file, on_task_runner(runner), progress=progress)
+    executor = on_task_runner(runner, start.settings.batch_timeout)
+    chunked = chunk_stage(start, crawl_file, executor, progress=progress)
     update_progress_artifact(progress_id, progress=100.0)
     reuse = reuse_phrase(
         chunked.pages_reused, chunked.pages_chunked, start.baseline_id, start.settings.full

@@ -121,12 +121,19 @@ class PreloadedProcessPoolTaskRunner(ProcessPoolTaskRunner):
         super().__exit__(exc_type, exc_value, traceback)
 
 
+class ChunkingStalled(TimeoutError):
+    """No batch of pages came back from the task runner in time (`run.batch_timeout`)."""
+
+
 def _stopped_early(exc_type: type[BaseException] | None, exc_value: BaseException | None) -> bool:
-    """An interrupt, or the batches' generator closed; not a batch that failed."""
+    """An interrupt, the batches' generator closed, or batches that stopped coming back
+    (waiting for them to end could take for ever); not a batch that failed."""
     if exc_type is None:
         return False
-    return not issubclass(exc_type, Exception) or (
-        exc_value is not None and is_interrupt(exc_value)
+    return (
+        not issubclass(exc_type, Exception)
+        or issubclass(exc_type, ChunkingStalled)
+        or (exc_value is not None and is_interrupt(exc_value))
     )
 
 

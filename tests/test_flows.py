@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -505,3 +506,34 @@ def test_chunk_out_and_rebuild_write_the_same_files(prefect_api, tmp_path):
     assert rebuilt.exit_code == 0, rebuilt.output
     for name in ("chunks.json", "chunks.parquet", "pages.parquet", "quarantine.jsonl"):
         assert (out / name).read_bytes() == (data_dir / "runs" / "r" / name).read_bytes(), name
+
+
+def test_batches_that_never_come_back_stop_the_chunk_stage_instead_of_hanging(prefect_api):
+    """A batch that does not come back within `run.batch_timeout` ends the wait with
+    ChunkingStalled, naming how many came back, rather than the flow run waiting for ever."""
+    from prefect import task
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from firechunk.tasks.chunk import as_finished
+    from firechunk.tasks.runners import ChunkingStalled
+
+    @task
+    def takes(seconds: float) -> float:
+        time.sleep(seconds)
+        return seconds
+
+    @prefect.flow
+    def waits() -> tuple[list[float], str]:
+        came_back: list[float] = []
+        with ThreadPoolTaskRunner(max_workers=2) as runner:
+            futures = [runner.submit(takes, {"seconds": s}) for s in (0.1, 6.0)]
+            try:
+                for future in as_finished(futures, timeout=2.0):
+                    came_back.append(future.result())
+            except ChunkingStalled as stalled:
+                return came_back, str(stalled)
+        return came_back, ""
+
+    came_back, message = waits()
+    assert came_back == [0.1]
+    assert message.startswith("no batch of pages came back in 2 s (1 of 2 done)")
