@@ -224,9 +224,10 @@ def load(
     `run`: a data directory (its `latest` run is loaded) or a run directory under its
     `runs/` (that run, if it passed validation). `db`: a Postgres URL with pgvector (default:
     FIRECHUNK_DB_URL, else the embedded Postgres under the data directory). `collection`:
-    default, the one the run names. `embedder`: "local", "openai" (with `model=...`, ...),
-    or an object with the `firechunk.embedders.Embedder` interface. `say` gets the lines
-    the command would print.
+    the doc set of a data directory whose `latest` is loaded (default: the data directory's
+    `latest`); a run always loads into its own collection. `embedder`: "local", "openai"
+    (with `model=...`, ...), or an object with the `firechunk.embedders.Embedder`
+    interface. `say` gets the lines the command would print.
     """
     require("psycopg", "pgvector", needed_by="firechunk.load")
     from firechunk.db.connect import connection, database_url

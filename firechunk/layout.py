@@ -3,7 +3,10 @@
     <data dir>/
         runs/<run-id>/          one run, passed or failed (`RunDir`)
         runs/.publish.lock      held while a run is published
-        latest -> runs/<run-id> the last run that passed (a relative symlink)
+        latest -> runs/<run-id> the last run published, of any collection (a relative symlink)
+        collections/<name>/latest -> ../../runs/<run-id>
+                                the last run of that collection (doc set) that passed;
+                                <name> is the collection's name, percent-encoded
         raw/<crawl-id>/         a crawl's download and its crawl.json (`RawCrawl`)
         jobs/<name>.json        a crawl's job state (and its .lock)
         postgres/               the embedded database's cluster
@@ -20,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 from firechunk.atomic import write_json
 from firechunk.schemas.publish import RunStatus
@@ -27,6 +31,20 @@ from firechunk.schemas.publish import RunStatus
 # The names of run directories: a run id becomes a directory under runs/, so it may hold
 # nothing that leaves it; hidden entries (the publish lock, a removal under way) never match.
 RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]*")
+MAX_FOLDER = 255  # bytes of a file name on the usual file systems
+
+
+def collection_folder(name: str) -> str:
+    """The folder under collections/ that holds a collection's `latest`: its name with every
+    character but letters, digits and `_.-~` percent-encoded (`supabase.com%2Fdocs%2Fguides`),
+    a leading dot too, so that no name leaves collections/ or hides there."""
+    folder = quote(name, safe="")
+    return f"%2E{folder[1:]}" if folder.startswith(".") else folder
+
+
+def collection_name(folder: str) -> str:
+    """The collection whose folder this is (`collection_folder` undone)."""
+    return unquote(folder)
 
 
 @dataclass(frozen=True)
@@ -163,8 +181,33 @@ class DataDir:
 
     @property
     def latest(self) -> Path:
-        """The symlink to the last run that passed (relative, `runs/<run-id>`)."""
+        """The symlink to the last run published, whichever its collection (relative,
+        `runs/<run-id>`): the run of a data directory that holds one doc set."""
         return self.path / "latest"
+
+    @property
+    def collections(self) -> Path:
+        return self.path / "collections"
+
+    def collection_latest(self, collection: str) -> Path:
+        """The symlink to the last run of `collection` that passed (relative,
+        `../../runs/<run-id>`): the baseline of its next run."""
+        return self.collections / collection_folder(collection) / "latest"
+
+    def collection_names(self) -> list[str]:
+        """The collections that have a `latest`, by name."""
+        if not self.collections.is_dir():
+            return []
+        return sorted(
+            collection_name(folder.name)
+            for folder in self.collections.iterdir()
+            if (folder / "latest").is_symlink()
+        )
+
+    def published_runs(self) -> set[Path]:
+        """The run directories `latest` and every collection's `latest` point at, resolved."""
+        links = [self.latest, *(self.collection_latest(name) for name in self.collection_names())]
+        return {link.resolve() for link in links if link.is_symlink()}
 
     @property
     def publish_lock(self) -> Path:
@@ -207,17 +250,21 @@ class DataDir:
             if RUN_ID.fullmatch(path.name) and path.is_dir()
         ]
 
-    def latest_run(self) -> Path | None:
-        """The run directory `latest` points at, resolved; None when `latest` is no symlink."""
-        return self.latest.resolve() if self.latest.is_symlink() else None
+    def latest_run(self, collection: str | None = None) -> Path | None:
+        """The run directory `latest` (of `collection`, when given) points at, resolved;
+        None when that link is no symlink."""
+        link = self.latest if collection is None else self.collection_latest(collection)
+        return link.resolve() if link.is_symlink() else None
 
-    def new_latest(self, tag: str) -> Path:
-        """A new link made beside `latest`, to be renamed over it in one step."""
-        return self.path / f".{self.latest.name}.{tag}.tmp"
+    @staticmethod
+    def new_link(link: Path, tag: str) -> Path:
+        """A new link made beside `link` (a `latest`), to be renamed over it in one step."""
+        return link.with_name(f".{link.name}.{tag}.tmp")
 
     def new_latest_links(self) -> list[Path]:
-        """What `new_latest` made and nothing renamed yet (a publication killed midway)."""
-        return sorted(self.path.glob(f".{self.latest.name}.*.tmp"))
+        """What `new_link` made and nothing renamed yet (a publication killed midway)."""
+        pattern = f".{self.latest.name}.*.tmp"
+        return sorted([*self.path.glob(pattern), *self.collections.glob(f"*/{pattern}")])
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,15 @@
 """Publish a validated run: only a run that passed validation becomes `latest`.
 
-Every run, passed or failed, keeps its directory under `runs/` and its `status.json`;
-`latest` is a relative symlink to the last run that passed (`firechunk.layout`). It is
-switched with one `os.replace` of a new symlink over the old one, so a reader following it
-sees the previous good run or the new good run, never a mix, and a failed run never
-touches it.
+Every run, passed or failed, keeps its directory under `runs/` and its `status.json`. A
+run that passed becomes its collection's `latest` (`collections/<name>/latest`, the
+baseline of that doc set's next run) and then the data directory's `latest` (the last run
+published, of any collection: the run of a data directory that holds one doc set). Each is
+a relative symlink (`firechunk.layout`) switched with one `os.replace` of a new symlink
+over the old one, so a reader following it sees the previous good run or the new good
+run, never a mix, and a failed run never touches either.
+
+A data directory from before collections (a `latest`, no `collections/`) is adopted as a
+run starts: its `latest` becomes its run's collection's (`adopt_latest`).
 """
 
 from __future__ import annotations
@@ -12,13 +17,15 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from firechunk.activity import is_interrupt
 from firechunk.layout import DataDir, RunDir
+from firechunk.run.baseline import read_marker
+from firechunk.run.collection import collection_of_urls, run_collection
 from firechunk.schemas.publish import PublishResult, RunStatus
 from firechunk.schemas.validation import ExpectationOutcome, ValidationOutcome
 from firechunk.settings import check_run_id
@@ -63,7 +70,7 @@ def mark_interrupted(data_dir: Path | None, run_dir: Path, run_id: str, what: st
         status = RunDir(run_dir).read_status()
     except (OSError, ValueError):
         status = None  # a status.json cut short by the interrupt: it ended nothing
-    published = data_dir is None or _is_latest(data_dir, run_dir)
+    published = data_dir is None or Path(run_dir).resolve() in DataDir(data_dir).published_runs()
     if status is not None and not (status.status == "passed" and not published):
         return False
     error = f"interrupted while {what}" if what else "interrupted"
@@ -72,21 +79,19 @@ def mark_interrupted(data_dir: Path | None, run_dir: Path, run_id: str, what: st
 
 
 def describe_latest(data_dir: Path | None, run_id: str) -> str:
-    """What `latest` is, after the run `run_id` was interrupted: said in the one line the
-    command ends with."""
+    """What the run's collection's `latest` is, after the run `run_id` was interrupted:
+    said in the one line the command ends with."""
     if data_dir is None:
         return "nothing published (--out)"
-    current_dir = DataDir(data_dir).latest_run()
+    data = DataDir(data_dir)
+    collection = run_collection(data.run(run_id).path)
+    current_dir = data.latest_run(collection) if collection else data.latest_run()
     if current_dir is None:
         return "latest unchanged (no run published yet)"
     current = current_dir.name
     if current == run_id:
         return f"latest -> run {run_id} (published before the interrupt)"
     return f"latest unchanged (run {current})"
-
-
-def _is_latest(data_dir: Path, run_dir: Path) -> bool:
-    return DataDir(data_dir).latest_run() == Path(run_dir).resolve()
 
 
 def record_verdict(run_dir: Path, run_id: str, outcome: ValidationOutcome) -> Path:
@@ -110,29 +115,29 @@ def publish_if_passed(
     run_dir: Path,
     outcome: ValidationOutcome,
     *,
+    collection: str,
     baseline_id: str | None | object = ANY_BASELINE,
-    same_doc_set: Callable[[Path], bool] = lambda _: True,
 ) -> PublishResult:
-    """Switch `latest` to the run only if its validation passed.
+    """Switch the collection's `latest`, then the data directory's, to the run only if its
+    validation passed.
 
-    A rebuild's `changes.json` is relative to the run `latest` pointed at when it started
-    (`baseline_id`, None for no run). If another run of the same doc set was published
-    meanwhile (a manual rebuild beside the nightly one; `same_doc_set(its directory)`),
-    publishing this one would hand the database a change set for a state it no longer
-    has: the run is kept, marked superseded, not published. A run of another doc set put
-    in the same data directory does not stand in its way. Check and switch happen under
-    one lock, so two runs finishing together cannot both pass the check.
+    A rebuild's `changes.json` is relative to the run its collection's `latest` pointed at
+    when it started (`baseline_id`, None for no run). If another run of the collection was
+    published meanwhile (a manual rebuild beside the nightly one), publishing this one
+    would hand the database a change set for a state it no longer has: the run is kept,
+    marked superseded, not published. Runs of other collections never stand in its way.
+    Check and switch happen under one lock, so two runs finishing together cannot both
+    pass the check.
     """
     superseded_by = None
     if outcome.success:
         with _publish_lock(data_dir):
-            current = last_good_run(data_dir)
+            current = last_good_run(data_dir, collection)
             current_id = current[0] if current else None
-            moved = baseline_id is not ANY_BASELINE and current_id != baseline_id
-            if moved and current is not None and same_doc_set(current[1]):
+            if baseline_id is not ANY_BASELINE and current_id != baseline_id:
                 superseded_by = current_id
             else:
-                switch_latest(data_dir, run_dir)
+                switch_latest(data_dir, run_dir, collection)
     if superseded_by is not None:
         RunDir(run_dir).write_status(
             RunStatus(
@@ -147,14 +152,20 @@ def publish_if_passed(
         run_id=run_id,
         run_dir=run_dir,
         published=outcome.success and superseded_by is None,
-        latest=DataDir(data_dir).latest,
+        latest=DataDir(data_dir).collection_latest(collection),
         validation=outcome,
         superseded_by=superseded_by,
     )
 
 
 def refuse(
-    data_dir: Path, run_id: str, run_dir: Path, outcome: ValidationOutcome, why: str
+    data_dir: Path,
+    run_id: str,
+    run_dir: Path,
+    outcome: ValidationOutcome,
+    why: str,
+    *,
+    collection: str,
 ) -> PublishResult:
     """Keep a run that passed validation out of `latest` for `why` (the shrink guard):
     marked failed, with the reason, so it is neither published nor anyone's baseline."""
@@ -171,7 +182,7 @@ def refuse(
         run_id=run_id,
         run_dir=run_dir,
         published=False,
-        latest=DataDir(data_dir).latest,
+        latest=DataDir(data_dir).collection_latest(collection),
         validation=outcome,
         refused=why,
     )
@@ -190,13 +201,14 @@ def _publish_lock(data_dir: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def last_good_run(data_dir: Path) -> tuple[str, Path] | None:
-    """The run `data_dir/latest` points at (id, directory), if it is there and passed.
+def last_good_run(data_dir: Path, collection: str | None = None) -> tuple[str, Path] | None:
+    """The run the `latest` of `collection` (None: of the data directory) points at (id,
+    directory), if it is there and passed.
 
     `latest` only ever points at a run that passed; the status is read again so that a
     run directory someone edited by hand is not trusted as the baseline of the next run.
     """
-    run_dir = DataDir(data_dir).latest_run()
+    run_dir = DataDir(data_dir).latest_run(collection)
     if run_dir is None:
         return None
     status = RunDir(run_dir).read_status()
@@ -233,19 +245,55 @@ def claim_run_dir(runs_dir: Path, run_id: str | None = None) -> tuple[str, Path]
         return run_id, runs_dir / run_id
 
 
-def switch_latest(data_dir: Path, run_dir: Path) -> Path:
-    """Point `data_dir/latest` at `run_dir` atomically (a relative symlink, replaced)."""
-    link = DataDir(data_dir).latest
-    if link.exists() and not link.is_symlink():
-        raise FileExistsError(f"{link} exists and is not a symlink; move it away to publish")
-    temporary = DataDir(data_dir).new_latest(secrets.token_hex(4))
-    os.symlink(os.path.relpath(run_dir, data_dir), temporary)
+def switch_latest(data_dir: Path, run_dir: Path, collection: str) -> Path:
+    """Point the collection's `latest`, then `data_dir/latest`, at `run_dir`, each
+    atomically (a relative symlink, replaced); the collection's link is returned."""
+    data = DataDir(data_dir)
+    for link in (data.collection_latest(collection), data.latest):
+        if link.exists() and not link.is_symlink():
+            raise FileExistsError(f"{link} exists and is not a symlink; move it away to publish")
+    own = _switch(data.collection_latest(collection), run_dir)
+    _switch(data.latest, run_dir)
+    return own
+
+
+def _switch(link: Path, run_dir: Path) -> Path:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    temporary = DataDir.new_link(link, secrets.token_hex(4))
+    os.symlink(os.path.relpath(run_dir, link.parent), temporary)
     try:
         os.replace(temporary, link)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
     return link
+
+
+def adopt_latest(data_dir: Path) -> str | None:
+    """A data directory from before collections (a `latest` and no `collections/`): its
+    `latest` becomes the `latest` of its run's collection, which it returns. Once: from
+    then on the data directory has `collections/`. A damaged `latest` is a BaselineError
+    (`firechunk.run.baseline`), never a silent start without a baseline."""
+    data = DataDir(data_dir)
+    if data.collections.exists() or not os.path.lexists(data.latest):
+        return None
+    with _publish_lock(data_dir):
+        if data.collections.exists():
+            return None  # adopted by another run meanwhile
+        current = read_marker(data.latest)
+        if current is None:
+            return None
+        collection = run_collection(current.run_dir) or _named_by_pages(current.run_dir)
+        _switch(data.collection_latest(collection), current.run_dir)
+    return collection
+
+
+def _named_by_pages(run_dir: Path) -> str:
+    """The collection of a run written before runs named one: its pages' shared path."""
+    import polars as pl
+
+    urls = pl.read_parquet(RunDir(run_dir).pages_parquet, columns=["url"])["url"].to_list()
+    return collection_of_urls(urls)
 
 
 def remove_stray_links(data_dir: Path) -> list[Path]:

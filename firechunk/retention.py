@@ -5,8 +5,9 @@ Every run directory holds a whole run: its chunk files, `pages.parquet`, validat
 and the outcome store the next run reuses, about 100 MB for 5,000 pages. A nightly
 deployment would keep adding that forever. `prune_runs` keeps:
 
-- the run `latest` points at (the published one, and the next run's baseline);
-- the `keep` most recently ended runs, `latest` counted among them: finished ones (passed,
+- the run `latest` and each collection's `latest` point at (the published ones, each the
+  baseline of its doc set's next run);
+- the `keep` most recently ended runs, the published ones counted among them: finished ones (passed,
   failed, superseded or interrupted alike, so a failed night stays there to be looked at)
   as of their `status.json`, and dead ones as of their last change;
 - every running run: the process running a run holds its lock (`hold_run_lock`) for as long
@@ -76,7 +77,7 @@ class FinishedRun:
 
 
 def prune_runs(data_dir: Path, keep: int) -> list[str]:
-    """Remove ended runs beyond the `keep` newest (never `latest`, never a running run), and
+    """Remove ended runs beyond the `keep` newest (never a `latest`, never a running run), and
     the temporary files dead writers left in runs not running; return the ids removed,
     oldest first. `keep` 0 removes no run."""
     check_keep(keep)
@@ -87,10 +88,12 @@ def prune_runs(data_dir: Path, keep: int) -> list[str]:
             _remove_stray_files(run_dir, recursive=True)
     if keep == 0:
         return []
-    latest = data.latest_run()
+    published = data.published_runs()
     runs = sorted(finished_runs(data_dir), key=lambda run: (run.finished_at, run.run_id))
     kept = {run.run_dir for run in runs[-keep:]}
-    doomed = [run for run in runs if run.run_dir not in kept and run.run_dir.resolve() != latest]
+    doomed = [
+        run for run in runs if run.run_dir not in kept and run.run_dir.resolve() not in published
+    ]
     return [run.run_id for run in doomed if _remove(run.run_dir)]
 
 

@@ -24,7 +24,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from firechunk.layout import RUN_ID
+from firechunk.layout import MAX_FOLDER, RUN_ID, collection_folder
 from firechunk.schemas.api_version import ApiVersion
 from firechunk.schemas.job import CrawlTarget
 
@@ -109,6 +109,13 @@ class RunSettings(_Section):
     """How a run is chunked, validated and published; saved in its run.json. (Where it is
     written, the data directory and the run's id, are the run's own inputs, not settings.)"""
 
+    collection: Annotated[str | None, Cli(metavar="NAME")] = Field(
+        None,
+        description="The doc set the run belongs to, its collection: its baseline, its "
+        "latest, its shrink guard and its rows in the database are this collection's; empty "
+        "for the crawl target's host and path (supabase.com/docs/guides/auth), or for a "
+        "replayed crawl the path its pages share.",
+    )
     full: Annotated[bool, Cli()] = Field(
         False,
         description="Chunk every page again instead of reusing what the last good run "
@@ -173,6 +180,13 @@ class RunSettings(_Section):
         "run still publishes.",
     )
 
+    @field_validator("collection")
+    @classmethod
+    def _collection_is_a_name(cls, name: str | None) -> str | None:
+        if name is not None:
+            check_collection(name)
+        return name
+
     @field_validator("keep_runs")
     @classmethod
     def _keeps_the_live_runs(cls, keep: int) -> int:
@@ -196,11 +210,6 @@ class DatabaseSettings(_Section):
         False,
         description="Load the published run into Postgres + pgvector (the URL from the Secret "
         "block, else FIRECHUNK_DB_URL, else an embedded Postgres under the data directory).",
-    )
-    collection: Annotated[str | None, Cli(metavar="NAME")] = Field(
-        None,
-        description="The collection (doc set) the rows go under; empty for the one the run "
-        "names, its host and path.",
     )
     embedder: Annotated[EmbedderName, Cli()] = Field(
         "local",
@@ -257,6 +266,17 @@ def check_run_id(run_id: str | None) -> None:
     """A run id names a directory under runs/: nothing that could leave it."""
     if run_id is not None and not RUN_ID.fullmatch(run_id):
         raise ValueError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+
+
+def check_collection(name: str) -> None:
+    """A collection's name is one line of text that names a folder of the data directory
+    (`firechunk.layout.collection_folder`)."""
+    if not name.strip() or name != name.strip():
+        raise ValueError(f"collection {name!r}: a name without blanks at either end")
+    if any(ord(char) < 32 or ord(char) == 127 for char in name):
+        raise ValueError(f"collection {name!r}: no control characters")
+    if len(collection_folder(name)) > MAX_FOLDER:
+        raise ValueError(f"collection {name[:40]!r}…: too long for a folder name")
 
 
 def check_keep(keep: int) -> None:

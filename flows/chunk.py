@@ -26,15 +26,16 @@ def chunk(
     run_id: str | None = None,
 ) -> Path:
     """Chunk every page of `crawl_file` into `data_dir/runs/<run-id>/`, for the
-    validate-publish flow. Pages the last good run chunked are reused unless `run.full`.
+    validate-publish flow. Pages the last good run of its collection (`run.collection`,
+    empty: the one the crawl's pages name) chunked are reused unless `run.full`.
 
     Args:
         crawl_file: A crawl in Firecrawl's result shape, as the crawl flow saves it
             (data/raw/<crawl-id>/crawl.json).
         run: How the run is chunked, validated and published (saved with it, so the
             validate-publish flow uses the same).
-        data_dir: The data root: the run goes to runs/<run-id>/; the run the latest link
-            points at is the one reused from.
+        data_dir: The data root: the run goes to runs/<run-id>/; the run its collection's
+            latest link points at is the one reused from.
         run_id: The run directory's name (letters, digits, '.', '_', '-'), which must be
             new; empty for the UTC start time and a random suffix.
 
@@ -42,7 +43,7 @@ def chunk(
         The run directory, the validate-publish flow's `run_dir`.
     """
     seconds: dict[str, float] = {}
-    started = start(data_dir, run_id, run)
+    started = start(data_dir, run_id, run, crawl_file)
     with timed(seconds, "chunk"):
         chunk_on_runner(started, crawl_file)
     with timed(seconds, "write"):

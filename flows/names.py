@@ -14,15 +14,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
 from prefect.runtime import flow_run
 
-from firechunk.layout import RunDir
-from firechunk.run.collection import default_collection
+from firechunk.run.collection import collection_of_crawl, run_collection
 from firechunk.settings import CrawlSettings
 
 MAX_SECTIONS = 4  # include patterns named; the rest are counted
-_SOURCE_URL = re.compile(rb'"sourceURL"\s*:\s*"([^"\\]*)"')
 _REGEX_TAIL = re.compile(r"(/\?|/?\.\*|/?\*|\$|/)+$")
 
 
@@ -82,22 +79,17 @@ def _section(pattern: str, prefix: str) -> str:
 def _crawl_site(crawl_file: Path) -> str:
     """The host and shared path of the crawl's pages (`firechunk.run.collection`), read from
     the page URLs alone: a name must not wait for a whole crawl to be parsed. Empty when the
-    file cannot be read."""
+    file cannot be read or names no page."""
     try:
-        text = crawl_file.read_bytes()
+        named = collection_of_crawl(crawl_file)
     except OSError:
         return ""
-    urls = [url.decode("utf-8", "replace") for url in _SOURCE_URL.findall(text)]
-    return default_collection(urls) if urls else ""
+    return "" if named == "unknown" else named
 
 
 def _run_site(run_dir: Path) -> str:
-    """The collection a written run names in its report.json; empty when it names none."""
-    try:
-        named = orjson.loads(RunDir(run_dir).report_json.read_bytes()).get("collection")
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        return ""
-    return named if isinstance(named, str) else ""
+    """The collection a written run belongs to; empty when it names none."""
+    return run_collection(run_dir) or ""
 
 
 def _site(url: object) -> str:

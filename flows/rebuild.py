@@ -20,6 +20,7 @@ from prefect.states import State
 
 from firechunk.flows.crawl import crawl as crawl_flow
 from firechunk.flows.names import site_and_date
+from firechunk.run.collection import declared
 from firechunk.run.history import record_seconds
 from firechunk.run.write import read_report
 from firechunk.schemas.publish import PublishResult
@@ -48,11 +49,13 @@ def rebuild(
 ) -> PublishResult | State:
     """Rebuild the chunks of the crawled site, or of the saved crawl `replay` (no network).
 
-    The run is written to `data_dir/runs/<run-id>/` and becomes `data_dir/latest` only if
-    it passed validation (and the shrink guard); a run not published fails the flow run,
-    with the reason as its message, after the dashboard has the report. Pages the last good
-    run chunked are reused unless `run.full`. Every night ends with what the database holds
-    on the dashboard (`rebuild-database`), loaded or not. Its seconds per stage and their
+    The run belongs to the collection `run.collection` (empty: the crawl's target, or the
+    replay's pages, names it). It is written to `data_dir/runs/<run-id>/` and becomes its
+    collection's latest (and `data_dir/latest`) only if it passed validation (and the
+    shrink guard); a run not published fails the flow run, with the reason as its message,
+    after the dashboard has the report. Pages the last good run of its collection chunked
+    are reused unless `run.full`. Every night ends with what the database holds on the
+    dashboard (`rebuild-database`), loaded or not. Its seconds per stage and their
     total (the whole run) are kept in the run directory's seconds.json.
 
     Args:
@@ -69,14 +72,17 @@ def rebuild(
     Returns:
         The run's id, directory and validation verdict, and whether it was published.
     """
-    with database_reported(data_dir, database) as night:
+    # The night's doc set, named before anything runs: the crawl's target, or the replay's.
+    source = crawl.target() if replay is None else replay
+    run = declared(run, source)
+    with database_reported(data_dir, database, run.collection) as night:
         seconds: dict[str, float] = {}
         if replay is None:
             with timed(seconds, "crawl"):
                 replay = crawl_flow(crawl=crawl, data_dir=data_dir)
         # Every run, published or not, before it takes space: failed nights must not fill the disk.
         removed = prune_old_runs(data_dir, run.keep_runs, replay)
-        started = start(data_dir, run_id, run)
+        started = start(data_dir, run_id, run, source)
         night.run_id = started.run_id
         with timed(seconds, "chunk"):
             chunk_on_runner(started, replay)

@@ -1,14 +1,16 @@
 """`changes.json`: what a vector database must do to go from the last good run to this one.
 
 Written into every run directory by the write stage. Apply `delete` and `upsert` (the rows are
-in this run's `chunks.parquet` / `chunks.json`) to a database that holds the run named
-`baseline`, and it holds this run. With `baseline` null there was no good run to compare
-with: every chunk of the run is in `upsert` and nothing is deleted.
+in this run's `chunks.parquet` / `chunks.json`) to the `collection` of a database that holds
+the run named `baseline` there, and it holds this run. The baseline is always a run of the
+same collection: `delete` never names another collection's chunk. With `baseline` null
+there was no good run of the collection to compare with: every chunk of the run is in
+`upsert` and nothing is deleted.
 
 With `full_replacement` true the baseline's chunks could not be verified against its
 manifest.json, so nothing is known of what the database holds: `upsert` has every chunk of
-the run, `delete` is empty, and a consumer deletes every chunk it holds for the site that
-is not in `upsert`.
+the run, `delete` is empty, and a consumer deletes every chunk it holds for the collection
+that is not in `upsert`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ class PageChange(BaseModel):
 
 class ChangeSet(BaseModel):
     run_id: str
+    collection: str | None = Field(
+        default=None,
+        description="The collection (doc set) of the run and of its baseline: the one to "
+        "apply the change set to. Null only in a change set written before runs named one.",
+    )
     baseline: str | None = Field(
         description="Run id of the last good run this run is compared with; null when there "
         "was none, and then every chunk is an upsert."
@@ -58,7 +65,7 @@ class ChangeSet(BaseModel):
         default=False,
         description="True when the baseline's chunk files do not match its manifest.json "
         "(or it has none): `upsert` holds every chunk of the run and `delete` is empty. "
-        "Delete every chunk held for the site that is not in `upsert`, then upsert.",
+        "Delete every chunk held for the collection that is not in `upsert`, then upsert.",
     )
     full_replacement_reason: str | None = Field(
         default=None, description="Which baseline file could not be verified, and why."

@@ -95,7 +95,7 @@ def report_to_dashboard(
     )
     data_dir = RunDir(run_dir).data_dir
     if trend and data_dir is not None:  # a run of a data directory, beside its others
-        trend_to_dashboard(data_dir.path)
+        trend_to_dashboard(data_dir.path, collection=report.collection)
     create_markdown_artifact(
         outputs_markdown(result), key=OUTPUTS_KEY, description="Where this run's files are"
     )
@@ -323,10 +323,14 @@ def _more(total: int, source: Path, blanks: dict[str, Any]) -> list[dict[str, An
     return [{"url": f"… and {total - MAX_ROWS} more: all {total} are in {source.name}", **blanks}]
 
 
-def trend_to_dashboard(data_dir: Path, held: Held | None = None) -> None:
-    """The newest TREND_RUNS runs on disk as a table and as bars; `held`: what the
-    database holds, None where the flow did not look."""
-    runs = list_runs(data_dir, TREND_RUNS)
+def trend_to_dashboard(
+    data_dir: Path, held: Held | None = None, *, collection: str | None = None
+) -> None:
+    """The newest TREND_RUNS runs on disk of one collection (`held`'s, else `collection`)
+    as a table and as bars; `held`: what the database holds, None where the flow did not
+    look. Another doc set's runs in the same data directory are not this one's nights."""
+    collection = held.collection if held is not None and held.collection else collection
+    runs = list_runs(data_dir, TREND_RUNS, collection)
     held_run = held.run_id if held else None
     create_table_artifact(
         trend_rows(runs, held_run), key=TREND_KEY, description=trend_description(runs, held)

@@ -42,37 +42,45 @@ class Night:
 
 
 @contextlib.contextmanager
-def database_reported(data_dir: Path, database: DatabaseSettings) -> Iterator[Night]:
-    """Run the night's block, then put the database and the trend on the dashboard, also
-    when the block raised (before the exception fails the flow run). Not when it was
-    interrupted (Ctrl-C, a cancellation): that night is being stopped, not reported."""
+def database_reported(
+    data_dir: Path, database: DatabaseSettings, collection: str | None = None
+) -> Iterator[Night]:
+    """Run the night's block, then put the database and the trend of `collection` (the
+    night's doc set) on the dashboard, also when the block raised (before the exception
+    fails the flow run). Not when it was interrupted (Ctrl-C, a cancellation): that night
+    is being stopped, not reported."""
     night = Night()
     try:
         yield night
     except Exception:
-        _report(data_dir, night, database)
+        _report(data_dir, night, database, collection)
         raise
-    _report(data_dir, night, database)
+    _report(data_dir, night, database, collection)
 
 
-def _report(data_dir: Path, night: Night, database: DatabaseSettings) -> None:
+def _report(
+    data_dir: Path, night: Night, database: DatabaseSettings, collection: str | None
+) -> None:
     # The state, not the result: a failure to report must neither fail a good night nor
     # hide why a bad one failed.
-    database_to_dashboard(data_dir, night.run_id, database, return_state=True)
+    database_to_dashboard(data_dir, night.run_id, database, collection, return_state=True)
 
 
 @task(name="report-database", cache_policy=NO_CACHE)
 def database_to_dashboard(
-    data_dir: Path, run_id: str | None, database: DatabaseSettings = DatabaseSettings()
+    data_dir: Path,
+    run_id: str | None,
+    database: DatabaseSettings = DatabaseSettings(),
+    collection: str | None = None,
 ) -> Held:
     """`rebuild-database` and the trend, for run `run_id` (None: the night wrote no run)
-    of `data_dir`; the collection: the settings', else the run's, else the data
-    directory's."""
-    data_dir, collection, load = Path(data_dir), database.collection, database.load
+    of `data_dir`; the collection: the run's, else `collection` (the night's doc set),
+    else that of the data directory's newest published run."""
+    data_dir, load = Path(data_dir), database.load
     db_secret_block = database.db_secret_block
     runs = list_runs(data_dir)
     this = next((row for row in runs if row.run_id == run_id), None)
-    chosen = collection or (this.collection if this else None) or current_collection(runs)
+    chosen = (this.collection if this else None) or collection or current_collection(runs)
     held = _read(data_dir, chosen, db_secret_block)
     headline = _headline(held, runs, this)
     get_run_logger().info("%s (%s)", headline, chosen or "no collection yet")

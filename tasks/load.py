@@ -59,7 +59,7 @@ def load_database(
         f"the embedded Postgres in {DataDir(data_dir).postgres}"
     )  # fmt: skip
     built = make_embedder(database.embedder, **_embedder_options(database))
-    run = published_run(Path(data_dir), run_id, database.collection)
+    run = published_run(Path(data_dir), run_id)
     try:
         with connection(url, Path(data_dir)) as conn:
             result = load_run(

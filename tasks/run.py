@@ -37,6 +37,7 @@ from firechunk.run.stages import (
 )
 from firechunk.run.write import read_report
 from firechunk.schemas.changes import ChangeSet
+from firechunk.schemas.job import CrawlTarget
 from firechunk.schemas.publish import PublishResult
 from firechunk.schemas.report import ChunkReport
 from firechunk.schemas.validation import ValidationOutcome
@@ -57,11 +58,16 @@ class RunNotPublished(RuntimeError):
 
 
 @task(name="start-run", cache_policy=NO_CACHE)
-def start(data_dir: Path, run_id: str | None, settings: RunSettings) -> RunStart:
-    started = start_run(data_dir, run_id, settings)
+def start(
+    data_dir: Path, run_id: str | None, settings: RunSettings, source: Path | CrawlTarget
+) -> RunStart:
+    """Claim the run (`firechunk.run.stages.start_run`); `source`, the crawl file or the
+    crawl's target, names its collection when the settings do not."""
+    started = start_run(data_dir, run_id, settings, source=source)
     get_run_logger().info(
-        "run %s in %s; baseline: %s%s",
+        "run %s of %s in %s; baseline: %s%s",
         started.run_id,
+        started.collection,
         started.run_dir,
         f"run {started.baseline_id}" if started.baseline_id else "none (no good run yet)",
         " (full rebuild: its outcomes are not reused)"
@@ -114,7 +120,7 @@ def validate(run: RunStart) -> ValidationOutcome:
             run_id=run.run_id,
             run_dir=run.run_dir,
             published=False,
-            latest=DataDir(run.data_dir or run.run_dir).latest,
+            latest=DataDir(run.data_dir or run.run_dir).collection_latest(run.collection),
             validation=outcome,
         )
         get_run_logger().error(format_result(result))
@@ -199,6 +205,7 @@ def run_summary(report: ChunkReport) -> str:
 def changes_rows(changes: ChangeSet) -> list[dict[str, Any]]:
     """Measure and value, counts as numbers (the URLs are in `tasks.artifacts.report_pages`)."""
     rows: list[tuple[str, Any]] = [
+        ("collection", changes.collection or "–"),
         ("baseline run", changes.baseline or "none: every chunk is an upsert"),
         ("full rebuild", "yes" if changes.full else "no"),
         ("full replacement", changes.full_replacement_reason or "no"),

@@ -13,6 +13,7 @@ import random
 import uuid
 from pathlib import Path
 
+from firechunk.run.collection import collection_of_urls
 from firechunk.run.stages import publish_stage, start_run, validate_stage
 from firechunk.run.write import write_run_outputs
 from firechunk.schemas.chunk import Chunk, ChunkData, ChunkMetadata, Headers, Overlap
@@ -24,6 +25,7 @@ from firechunk.schemas.report import (
     HeadingRecord,
     PageRecord,
 )
+from firechunk.settings import RunSettings
 from firechunk.tokens import TokenCounter
 from firechunk.validate.suites import SUITES_DIR
 from firechunk.validate.tables import build_tables, write_tables
@@ -266,7 +268,8 @@ def publish_run(
 ) -> PublishResult:
     """A run made in memory written into a new run of `data_dir` (its files and validation
     tables), then validated and published by the run's own stages."""
-    start = start_run(data_dir, run_id)
+    urls = (page.url for page in run.pages)
+    start = start_run(data_dir, run_id, RunSettings(collection=collection_of_urls(urls)))
     write_run_outputs(run, start.run_dir)
     write_tables(start.run_dir, build_tables(run, TokenCounter(run.report.encoding)))
     return publish_stage(start, validate_stage(start, suites_dir))

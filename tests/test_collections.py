@@ -32,8 +32,9 @@ GUIDES = "https://docs.example.com/docs/guides/"
 
 
 def publish(data_dir: Path, tmp: Path, run_id: str, edit=None, allow_shrink=False) -> Path:
-    start = start_run(data_dir, run_id, RunSettings(allow_shrink=allow_shrink))
-    _, outcome, published = run_here(start, crawl_variant(tmp, f"{data_dir.name}-{run_id}", edit))
+    crawl = crawl_variant(tmp, f"{data_dir.name}-{run_id}", edit)
+    start = start_run(data_dir, run_id, RunSettings(allow_shrink=allow_shrink), source=crawl)
+    _, outcome, published = run_here(start, crawl)
     assert outcome.success and published.published, run_id
     return data_dir
 

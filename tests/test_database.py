@@ -87,8 +87,9 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("runs")
     data_dir = tmp / "data"
     for run_id, edit in [("a", None), ("b", change_page), ("c", change_and_remove)]:
-        start = start_run(data_dir, run_id)
-        _, outcome, published = run_here(start, crawl_variant(tmp, run_id, edit))
+        crawl = crawl_variant(tmp, run_id, edit)
+        start = start_run(data_dir, run_id, source=crawl)
+        _, outcome, published = run_here(start, crawl)
         assert outcome.success and published.published, run_id
     return data_dir
 
@@ -237,9 +238,9 @@ def test_a_run_killed_after_validation_and_before_publishing_is_not_loaded(db, t
 def test_the_shrink_guard_stops_a_load_that_deletes_too_much(db, runs, model, tmp_path):
     load(db, runs, "a", model)
     small = tmp_path / "data"
-    start = start_run(small, "tiny")
     keep_two = lambda pages: pages.__setitem__(slice(2, None), [])  # noqa: E731
-    run_here(start, crawl_variant(tmp_path, "tiny", keep_two))
+    crawl = crawl_variant(tmp_path, "tiny", keep_two)
+    run_here(start_run(small, "tiny", source=crawl), crawl)
     before = held(db, runs)
     same = published_run(runs, "a").collection
     with pytest.raises(LoadRefused, match="--allow-shrink"):

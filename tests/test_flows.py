@@ -167,7 +167,7 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     bad_crawl = tmp_path / "twice.json"
     bad_crawl.write_text(json.dumps(crawl), encoding="utf-8")
     data_dir = tmp_path / "data"
-    good = run_here(start_run(data_dir, "previous-good"), SAMPLE_CRAWL)[2]
+    good = run_here(start_run(data_dir, "previous-good", source=SAMPLE_CRAWL), SAMPLE_CRAWL)[2]
     assert good.published
     previous = data_dir / "runs" / "previous-good"
 
@@ -208,7 +208,7 @@ def test_a_refused_publish_fails_the_night_in_one_error_line_and_says_why(prefec
     ERROR line, no traceback; the flow run fails, the CLI exits 1 with one line, and the
     dashboard says why the run was not published."""
     data_dir = tmp_path / "data"
-    assert run_here(start_run(data_dir, "good"), SAMPLE_CRAWL)[2].published
+    assert run_here(start_run(data_dir, "good", source=SAMPLE_CRAWL), SAMPLE_CRAWL)[2].published
     shrunk = shrunk_crawl(tmp_path / "shrunk.json")
 
     result = CliRunner().invoke(
@@ -254,7 +254,7 @@ def test_a_refused_publish_fails_the_night_in_one_error_line_and_says_why(prefec
 
 def test_the_stage_flows_keep_the_seconds_and_fail_a_refused_run_quietly(prefect_api, tmp_path):
     data_dir = tmp_path / "data"
-    assert run_here(start_run(data_dir, "good"), SAMPLE_CRAWL)[2].published
+    assert run_here(start_run(data_dir, "good", source=SAMPLE_CRAWL), SAMPLE_CRAWL)[2].published
     run_dir = chunk_flow(crawl_file=shrunk_crawl(tmp_path / "shrunk.json"), data_dir=data_dir)
     state = validate_publish(run_dir=run_dir, return_state=True)
 

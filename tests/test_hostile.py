@@ -67,8 +67,9 @@ def crawl_file(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile")
-    start = start_run(tmp / "data", "hostile")
-    written, outcome, published = run_here(start, crawl_file(tmp))
+    crawl = crawl_file(tmp)
+    start = start_run(tmp / "data", "hostile", source=crawl)
+    written, outcome, published = run_here(start, crawl)
     return start.run_dir, written, outcome, published
 
 

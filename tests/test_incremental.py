@@ -28,7 +28,7 @@ from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
 from firechunk.crawlfile import read_crawl, write_crawl
 from firechunk.layout import DataDir, RunDir
-from firechunk.publish import format_result
+from firechunk.publish import adopt_latest, format_result
 from firechunk.run.baseline import BaselineError
 from firechunk.run.executors import in_process
 from firechunk.run.memory import chunk_crawl
@@ -53,6 +53,7 @@ ARCHITECTURE = f"{BASE}/guides/architecture"
 SCHEMA_PAGE = f"{BASE}/reference/sql/reporting-schema"
 PUBLISH_PAGE = f"{BASE}/reference/python/publish"
 RECEIVE_PAGE = f"{BASE}/reference/python/receive"
+SAMPLE_COLLECTION = "docs.example.com/docs"
 OUTPUT_FILES = ("chunks.json", "chunks.parquet", "pages.parquet", "quarantine.jsonl")
 
 
@@ -68,8 +69,9 @@ def rebuild_here(
     crawl: CrawlResult, data_dir: Path, run_id: str, *, full: bool = False
 ) -> tuple[PublishResult, ChangeSet]:
     """Every stage, in this process, as `firechunk chunk` runs them."""
+    saved = crawl_file(crawl)
     written, _, result = run_here(
-        start_run(data_dir, run_id, RunSettings(full=full)), crawl_file(crawl)
+        start_run(data_dir, run_id, RunSettings(full=full), source=saved), saved
     )
     return result, written.changes
 
@@ -292,7 +294,7 @@ def test_full_rebuild_chunks_every_page_again_relative_to_the_last_good_run(data
 
 @pytest.mark.parametrize(("options", "reused"), [(ChunkerOptions(), 11), (SMALLER, 0)])
 def test_only_outcomes_made_with_the_same_options_are_reused(data_dir, options, reused):
-    start = start_run(data_dir, "night-2", RunSettings(workers=1))
+    start = start_run(data_dir, "night-2", RunSettings(workers=1), source=SAMPLE_CRAWL)
     chunked = chunk_stage(start, crawl_file(sample()), in_process, options=options)
     assert (chunked.pages_reused, chunked.pages_chunked) == (reused, 11 - reused)
 
@@ -328,7 +330,7 @@ def test_a_run_overtaken_by_another_publish_is_kept_superseded_not_published(dat
     # A manual rebuild starts while the nightly runs; the nightly publishes first. The
     # manual run's changes.json is relative to night-1, which the database no longer
     # holds: publishing it would leave the database wrong. It is kept, not published.
-    manual = start_run(data_dir, "manual", RunSettings(workers=1))
+    manual = start_run(data_dir, "manual", RunSettings(workers=1), source=SAMPLE_CRAWL)
     nightly, _ = rebuild_here(edited(sample(), ARCHITECTURE, "a", "A"), data_dir, "nightly")
     assert nightly.published
 
@@ -513,14 +515,16 @@ def test_one_url_crawled_with_other_contents_keeps_the_last_and_publishes(data_d
 def test_the_shrink_guard_keeps_a_run_that_drops_a_fifth_of_the_pages_unpublished(data_dir):
     crawl = sample()
     crawl.data = crawl.data[4:]  # 4 of the 13 pages gone: a crawl cut short
-    refused, _ = run_here(start_run(data_dir, "night-2"), crawl_file(crawl))[1:]
+    refused, _ = run_here(start_run(data_dir, "night-2", source=SAMPLE_CRAWL), crawl_file(crawl))[
+        1:
+    ]
     assert refused.success and not refused_published(data_dir, "night-2")
     status = json.loads((data_dir / "runs" / "night-2" / "status.json").read_text())
     assert status["status"] == "failed" and "--allow-shrink" in status["error"]
     assert re.search(r"drops \d+ of its 13 pages \(\d+%\)", status["error"])
     assert os.readlink(data_dir / "latest") == "runs/night-1"
 
-    allowed = start_run(data_dir, "night-3", RunSettings(allow_shrink=True))
+    allowed = start_run(data_dir, "night-3", RunSettings(allow_shrink=True), source=SAMPLE_CRAWL)
     _, _, published = run_here(allowed, crawl_file(crawl))
     assert published.published
 
@@ -530,7 +534,8 @@ def test_another_site_in_the_same_data_directory_publishes_under_its_own_collect
     run the data directory held), and its collection is its own host's."""
     crawl = moved(sample(), "docs.example.com", "other.example.org")
     crawl.data = crawl.data[9:]
-    _, outcome, published = run_here(start_run(data_dir, "other-site"), crawl_file(crawl))
+    saved = crawl_file(crawl)
+    _, outcome, published = run_here(start_run(data_dir, "other-site", source=saved), saved)
     assert outcome.success and published.published, published
     report = json.loads((data_dir / "runs" / "other-site" / "report.json").read_text())
     assert report["collection"].startswith("other.example.org")
@@ -551,7 +556,8 @@ def test_another_section_of_the_same_site_publishes_under_its_own_collection(dat
     guides): not a shrink of the guides, and not loaded into their collection."""
     crawl = moved(sample(), "docs.example.com/docs/", "docs.example.com/api/")
     crawl.data = crawl.data[9:]
-    _, outcome, published = run_here(start_run(data_dir, "api"), crawl_file(crawl))
+    saved = crawl_file(crawl)
+    _, outcome, published = run_here(start_run(data_dir, "api", source=saved), saved)
     assert outcome.success and published.published, published
     report = json.loads((data_dir / "runs" / "api" / "report.json").read_text())
     assert report["collection"].startswith("docs.example.com/api")
@@ -560,12 +566,12 @@ def test_another_section_of_the_same_site_publishes_under_its_own_collection(dat
 def test_runs_of_two_doc_sets_started_together_both_publish(data_dir):
     """Chunked side by side into one data directory: the first to publish does not
     supersede a run of another doc set (a run of the same one it does, above)."""
-    other = start_run(data_dir, "other-site", RunSettings(workers=1))
+    crawl = crawl_file(moved(sample(), "docs.example.com", "other.example.org"))
+    other = start_run(data_dir, "other-site", RunSettings(workers=1), source=crawl)
     nightly, _ = rebuild_here(edited(sample(), ARCHITECTURE, "a", "A"), data_dir, "nightly")
     assert nightly.published
 
-    crawl = moved(sample(), "docs.example.com", "other.example.org")
-    chunk_stage(other, crawl_file(crawl), in_process)
+    chunk_stage(other, crawl, in_process)
     write_stage(other)
     result = publish_stage(other, validate_stage(other))
     assert result.published and result.superseded_by is None
@@ -578,6 +584,27 @@ def test_the_shrink_guard_lets_a_small_removal_through(data_dir):
     crawl.data = [page for page in crawl.data if page.url != webhooks]
     result, changes = rebuild_here(crawl, data_dir, "night-2")
     assert result.published and [p.url for p in changes.pages_removed] == [webhooks]
+
+
+def test_a_damaged_collection_latest_is_an_error_naming_it(data_dir):
+    assert adopt_latest(data_dir) == SAMPLE_COLLECTION
+    own_latest(data_dir).unlink()
+    own_latest(data_dir).write_text("x")
+    with pytest.raises(BaselineError, match=r"collections/docs.example.com%2Fdocs/latest is not"):
+        start_run(data_dir, "night-2", source=SAMPLE_CRAWL)
+
+
+def test_a_data_directory_from_before_collections_keeps_its_baseline(data_dir):
+    """Its `latest` becomes its collection's: the next run reuses every page of it."""
+    result, changes = rebuild_here(sample(), data_dir, "night-2")
+    assert result.published and changes.baseline == "night-1" and changes.pages_rechunked == 0
+    assert os.readlink(own_latest(data_dir)) == "../../runs/night-2"
+    assert os.readlink(data_dir / "latest") == "runs/night-2"
+
+
+def own_latest(data_dir: Path) -> Path:
+    """The sample's collection's `latest` link."""
+    return DataDir(data_dir).collection_latest(SAMPLE_COLLECTION)
 
 
 def refused_published(data_dir: Path, run_id: str) -> bool:
@@ -600,9 +627,11 @@ def refused_published(data_dir: Path, run_id: str) -> bool:
     ],
 )
 def test_a_damaged_baseline_marker_is_an_error_naming_the_file(data_dir, damage, named):
+    """`data_dir` is laid out as before collections: its `latest` is adopted as the
+    sample's collection's as the run starts, and a damaged one is said, never skipped."""
     damage(data_dir)
-    with pytest.raises(BaselineError, match=rf"{named}.*move data/latest aside"):
-        start_run(data_dir, "night-2")
+    with pytest.raises(BaselineError, match=rf"{named}.*move \S+/latest aside"):
+        start_run(data_dir, "night-2", source=SAMPLE_CRAWL)
     assert not (data_dir / "runs" / "night-2").exists()
 
 
@@ -631,14 +660,17 @@ def test_full_never_reads_a_damaged_baseline_cache(data_dir):
 
 
 def test_a_run_whose_baseline_was_pruned_meanwhile_is_superseded_not_failed(data_dir):
-    late = start_run(data_dir, "late", RunSettings(workers=1))  # its baseline: night-1
+    late = start_run(
+        data_dir, "late", RunSettings(workers=1), source=SAMPLE_CRAWL
+    )  # its baseline: night-1
     chunk_stage(late, crawl_file(sample()), in_process)
     # Meanwhile another run is published and prunes night-1.
     shutil.copytree(data_dir / "runs" / "night-1", data_dir / "runs" / "nightly")
     status_file = data_dir / "runs" / "nightly" / "status.json"
     status_file.write_text(status_file.read_text().replace('"night-1"', '"nightly"'))
-    (data_dir / "latest").unlink()
-    os.symlink("runs/nightly", data_dir / "latest")
+    adopt_latest(data_dir)
+    own_latest(data_dir).unlink()
+    os.symlink("../../runs/nightly", own_latest(data_dir))
     shutil.rmtree(data_dir / "runs" / "night-1")
 
     with pytest.raises(RunSuperseded, match="run night-1, was removed while it ran"):

@@ -263,7 +263,7 @@ def test_a_stage_an_interrupt_stops_marks_its_run_and_says_what_it_was_doing(tmp
         raise KeyboardInterrupt
         yield  # a generator, as the executors are
 
-    start = start_run(tmp_path / "data", settings=RunSettings(workers=2))
+    start = start_run(tmp_path / "data", settings=RunSettings(workers=2), source=SAMPLE_CRAWL)
     with pytest.raises(KeyboardInterrupt):
         chunk_stage(start, SAMPLE_CRAWL, interrupted)
     status = RunDir(start.run_dir).read_status()
@@ -280,7 +280,7 @@ def test_an_error_still_marks_the_run_failed(tmp_path):
         raise ValueError("a bug")
         yield
 
-    start = start_run(tmp_path / "data", settings=RunSettings(workers=2))
+    start = start_run(tmp_path / "data", settings=RunSettings(workers=2), source=SAMPLE_CRAWL)
     with pytest.raises(ValueError):
         chunk_stage(start, SAMPLE_CRAWL, failing)
     assert RunDir(start.run_dir).read_status().status == "failed"
@@ -293,13 +293,13 @@ def test_only_a_run_that_had_not_ended_is_marked_interrupted(tmp_path):
     data_dir = tmp_path / "data"
     runs = {}
     for name, verdict in [("none", None), ("failed", "failed"), ("passed", "passed")]:
-        runs[name] = start_run(data_dir, run_id=name)
+        runs[name] = start_run(data_dir, run_id=name, source=SAMPLE_CRAWL)
         if verdict:
             RunDir(runs[name].run_dir).write_status(RunStatus(run_id=name, status=verdict))
-    published = start_run(data_dir, run_id="published")
+    published = start_run(data_dir, run_id="published", source=SAMPLE_CRAWL)
     RunDir(published.run_dir).write_status(RunStatus(run_id="published", status="passed"))
-    switch_latest(data_dir, published.run_dir)
-    out = start_out_run(tmp_path / "out")
+    switch_latest(data_dir, published.run_dir, published.collection)
+    out = start_out_run(tmp_path / "out", source=SAMPLE_CRAWL)
     RunDir(out.run_dir).write_status(RunStatus(run_id=out.run_id, status="passed"))
 
     def mark(start) -> str:

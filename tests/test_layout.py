@@ -55,7 +55,7 @@ def test_latest_run_is_where_the_link_points(tmp_path):
     run.path.mkdir(parents=True)
     assert data.latest_run() is None
 
-    switch_latest(tmp_path, run.path)
+    switch_latest(tmp_path, run.path, "docs")
 
     assert data.latest_run() == run.path.resolve()
     assert os.readlink(data.latest) == os.path.join("runs", "night-1")

@@ -210,10 +210,10 @@ def test_nothing_chunk_started_outlives_a_sigkill(tmp_path):
 
 def test_a_link_a_killed_publication_left_is_removed_as_a_run_starts(tmp_path):
     # Made beside `latest` to be renamed over it; the kill came in between.
-    stray = DataDir(tmp_path).new_latest("abcd")
+    stray = DataDir.new_link(DataDir(tmp_path).latest, "abcd")
     os.symlink(os.path.relpath(DataDir(tmp_path).run("published").path, tmp_path), stray)
 
-    start_run(tmp_path)
+    start_run(tmp_path, source=SAMPLE_CRAWL)
 
     assert not os.path.lexists(stray)
     assert not os.path.lexists(DataDir(tmp_path).latest)  # nothing was published meanwhile

@@ -136,17 +136,19 @@ def test_switching_latest_replaces_the_link_in_one_step(tmp_path):
     first, second = tmp_path / "runs" / "a", tmp_path / "runs" / "b"
     first.mkdir(parents=True)
     second.mkdir()
-    switch_latest(tmp_path, first)
-    switch_latest(tmp_path, second)
+    switch_latest(tmp_path, first, "docs")
+    switch_latest(tmp_path, second, "docs")
     assert os.readlink(tmp_path / "latest") == "runs/b"
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["latest", "runs"]
+    assert os.readlink(tmp_path / "collections" / "docs" / "latest") == "../../runs/b"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["collections", "latest", "runs"]
+    assert [path.name for path in (tmp_path / "collections" / "docs").iterdir()] == ["latest"]
 
 
 def test_latest_that_is_not_a_link_is_never_replaced(tmp_path):
     (tmp_path / "latest").mkdir()
     (tmp_path / "runs" / "a").mkdir(parents=True)
     with pytest.raises(FileExistsError, match="not a symlink"):
-        switch_latest(tmp_path, tmp_path / "runs" / "a")
+        switch_latest(tmp_path, tmp_path / "runs" / "a", "docs")
     assert (tmp_path / "latest").is_dir()
 
 

@@ -14,7 +14,7 @@ from tests.corpus import corpus_params
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", corpus_params())
 def test_each_corpus_crawl_validates_and_publishes(path, tmp_path):
-    _, outcome, result = run_here(start_run(tmp_path), path)
+    _, outcome, result = run_here(start_run(tmp_path, source=path), path)
 
     assert result is not None and result.published, format_result(result)
     assert outcome.success

@@ -89,7 +89,7 @@ def test_the_newest_runs_latest_and_running_runs_stay(tmp_path, run_process):
     finished(tmp_path, "a-failed", "2026-11-02T03:10:00+00:00", status="failed")
     finished(tmp_path, "d-third", "2026-11-03T03:10:00+00:00")
     published = finished(tmp_path, "c-newest", "2026-11-04T03:10:00+00:00")
-    switch_latest(tmp_path, published)
+    switch_latest(tmp_path, published, "docs")
     run_process(unfinished(tmp_path, "e-running"))  # no status.json yet, its process alive
     DataDir(tmp_path).publish_lock.write_text("")
     (DataDir(tmp_path).runs / ".removing-x-1a2b3c" / "validation").mkdir(
@@ -106,7 +106,7 @@ def test_the_newest_runs_latest_and_running_runs_stay(tmp_path, run_process):
 @pytest.mark.parametrize("verdict", ["failed", "interrupted"])
 def test_latest_stays_when_newer_runs_failed_or_were_interrupted(tmp_path, verdict):
     published = finished(tmp_path, "good", "2026-11-01T03:10:00+00:00")
-    switch_latest(tmp_path, published)
+    switch_latest(tmp_path, published, "docs")
     for night in (2, 3, 4):
         finished(tmp_path, f"{verdict}-{night}", f"2026-11-0{night}T03:10:00+00:00", verdict)
 
@@ -138,7 +138,7 @@ def test_a_dead_run_is_pruned_like_a_failed_one_and_a_running_one_stays(tmp_path
     still_running = run_process(running)
     last_changed(running, "2026-10-30T03:10:00+00:00")  # older than all, but running
     finished(tmp_path, "night-4", "2026-11-04T03:10:00+00:00")
-    switch_latest(tmp_path, finished(tmp_path, "night-5", "2026-11-05T03:10:00+00:00"))
+    switch_latest(tmp_path, finished(tmp_path, "night-5", "2026-11-05T03:10:00+00:00"), "docs")
     unfinished(tmp_path, "night-6")  # claimed an instant ago, its lock not taken yet
 
     assert prune_runs(tmp_path, keep=2) == ["night-1", "night-2", "night-3"]

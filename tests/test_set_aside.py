@@ -68,7 +68,7 @@ def strict_suites(tmp_path) -> Path:
 
 
 def night(data_dir: Path, crawl: Path, suites: Path, run_id: str, **options) -> tuple:
-    start = start_run(data_dir, run_id, RunSettings(workers=1, **options))
+    start = start_run(data_dir, run_id, RunSettings(workers=1, **options), source=crawl)
     chunk_stage(start, crawl, in_process)
     write_stage(start)
     outcome = validate_stage(start, suites)

@@ -61,7 +61,7 @@ def unusable_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("unusable")
     crawl = tmp / "unusable.json"
     crawl.write_text(json.dumps({"success": True, "status": "completed", "data": PAGES}))
-    start = start_run(tmp / "data", "unusable")
+    start = start_run(tmp / "data", "unusable", source=crawl)
     written, outcome, published = run_here(start, crawl)
     return start.run_dir, written, outcome, published
 

@@ -46,9 +46,11 @@ def chunk(
         RunSettings()
     ),
 ) -> None:
-    """Chunk every page of CRAWL_FILE, validate the chunks, and publish them as data/latest.
+    """Chunk every page of CRAWL_FILE, validate the chunks, and publish them as the latest
+    run of their collection (and data/latest).
 
-    Pages the last good run chunked are reused. A run that fails validation is kept in
+    The collection (doc set) is --collection, else the host and path the pages share. Pages
+    the collection's last good run chunked are reused. A run that fails validation is kept in
     data/runs/ marked failed, data/latest is left as it was, and the command exits with
     status 1; a bad crawl file or data directory exits 2 before a run starts.
     """
@@ -71,7 +73,10 @@ def chunk(
     # A disk that fills up (or turns read-only) while the run is written is said as such.
     with writing_into(destination):
         try:
-            start = start_run(data_dir, run_id, run) if out is None else start_out_run(out, run)
+            if out is None:
+                start = start_run(data_dir, run_id, run, source=crawl_file)
+            else:
+                start = start_out_run(out, run, source=crawl_file)
         except (FileExistsError, ValueError) as error:
             raise CommandError(str(error)) from None
         with _chunking_bar(pages) as progress:

@@ -48,6 +48,17 @@ SearchedCollection = Annotated[
         show_default=False,
     ),
 ]
+LoadedCollection = Annotated[
+    str | None,
+    typer.Option(
+        "--collection",
+        metavar="NAME",
+        help="The doc set whose latest run is loaded, or that --run must be a run of "
+        "(default: the data directory's latest run, whichever its collection). A run loads "
+        "into its own collection.",
+        show_default=False,
+    ),
+]
 
 
 # What the load and search commands take of the database settings.
@@ -62,6 +73,7 @@ def load(
         str,
         typer.Option(metavar="RUN", help="'latest' or the id of a published run."),
     ] = "latest",
+    collection: LoadedCollection = None,
     database: Annotated[DatabaseSettings, Without(*_EMBEDDER)] = DatabaseSettings(),
     allow_shrink: Annotated[
         bool,
@@ -89,7 +101,7 @@ def load(
     from firechunk.db.load import load_run
     from firechunk.db.runs import published_run
 
-    chosen = published_run(data_dir, run, database.collection)
+    chosen = published_run(data_dir, run, collection)
     built = _embedder(database)
     with _connection(db, data_dir) as conn, _progress_bar() as progress:
         result = load_run(

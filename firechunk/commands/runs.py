@@ -33,23 +33,26 @@ def runs(
         str | None,
         typer.Option(
             metavar="NAME",
-            help="The collection whose loaded run to show (default: the one `latest` names).",
+            help="Only the runs of this collection (doc set), and the run the database holds "
+            "of it (default: every run; the database line for the collection of the last "
+            "run published).",
             show_default=False,
         ),
     ] = None,
 ) -> None:
     """List the runs: id, verdict, whether the database holds it, pages, chunks,
     quarantined, upserts and deletes, tokens, seconds (the whole run, crawl to publish, as
-    the dashboard's summary totals it), when each started, the collection it loads into, and
-    which one `latest` points at; first, the run the database holds and how many published
-    runs it is behind. The embedded database is read only if a load made it."""
+    the dashboard's summary totals it), when each started, the collection it belongs to, and
+    which ones are their collection's `latest`; first, the run the database holds of the
+    collection and how many of its published runs it is behind. The embedded database is
+    read only if a load made it."""
     from firechunk.layout import DataDir
     from firechunk.run.history import list_runs
 
     if not DataDir(data_dir).runs.is_dir():
         typer.echo(f"no runs in {data_dir} yet")
         return
-    every = list_runs(data_dir)
+    every = list_runs(data_dir, collection=collection)
     held = _held(db, data_dir, collection, every)
     typer.echo(_database_line(held, every))
     typer.echo(_HEADER)

@@ -39,8 +39,8 @@ class Held:
 
 
 def current_collection(runs: list[RunRow]) -> str | None:
-    """The collection the data directory loads into: the one `latest` names, else the
-    newest run's that names one."""
+    """The collection of the newest published run (the one the data directory's `latest`
+    points at), else of the newest run that names one."""
     named = [row for row in runs if row.collection]
     latest = [row for row in named if row.latest]
     return (latest or named)[0].collection if named else None
@@ -83,10 +83,12 @@ def _read(url: str | None, data_dir: Path, collection: str, timeout: int) -> Hel
 
 
 def runs_behind(held: Held, runs: list[RunRow]) -> int | None:
-    """How many published runs on disk are newer than the one held (0: it holds the
-    newest); None when it holds nothing, or a run neither on disk nor dated."""
+    """How many published runs of the held collection on disk are newer than the one held
+    (0: it holds the newest); None when it holds nothing, or a run neither on disk nor
+    dated. Runs of other collections never count."""
     if held.run_id is None:
         return None
+    runs = [row for row in runs if row.collection == held.collection]
     ids = [row.run_id for row in runs]  # newest first
     if held.run_id in ids:
         newer = runs[: ids.index(held.run_id)]

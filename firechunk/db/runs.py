@@ -11,8 +11,9 @@ is dropped and an absurdly long string (a page title of 100,000 words) is cut at
 `MAX_FIELD_CHARS`, so one odd page never stops a load; the chunker quarantines such
 pages, and this is the last line of defence.
 
-The run's collection is the one it names (`report.json`, see
-`firechunk.run.collection`) unless the caller names another.
+The run's collection is the one it was started as (its run.json, see
+`firechunk.run.collection`): a load never puts a run under another collection's name. Naming
+a collection chooses which doc set's `latest` is loaded.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 import orjson
 
 from firechunk.layout import RUN_ID, DataDir, RunDir
-from firechunk.run.collection import legacy_site, run_collection
+from firechunk.run.collection import collection_of_urls, legacy_site, run_collection
 from firechunk.run.history import run_started
 
 # Longer strings (a title, a heading, a URL) are cut: no real one comes near, and Postgres
@@ -84,23 +85,22 @@ class PublishedRun:
     collection: str
     started: datetime  # when the run was claimed: a load never goes back to an older run
     chunks: tuple[RunChunk, ...]
-    # Version 1 of the schema kept a run under its scheme and host; a collection the run
-    # names itself takes those rows over rather than loading everything again. None when
-    # the caller named the collection.
+    # Version 1 of the schema kept a run under its scheme and host; the run's collection
+    # takes those rows over rather than loading everything again.
     legacy_site: str | None = None
 
     def is_latest(self) -> bool:
-        """Whether the data directory's `latest` still points at this run."""
-        link = DataDir(self.data_dir).latest
-        return link.exists() and link.resolve() == self.run_dir.resolve()
+        """Whether its collection's `latest` still points at this run."""
+        return _latest_of(DataDir(self.data_dir), self.collection) == self.run_dir.resolve()
 
 
 def published_run(
     data_dir: Path, run: str = "latest", collection: str | None = None
 ) -> PublishedRun:
-    """The run `run` ("latest" or a run id) of `data_dir`, if it passed validation, into
-    `collection` (default: the one the run names)."""
-    run_dir = _run_dir(data_dir, run)
+    """The run `run` ("latest" or a run id) of `data_dir`, if it passed validation, with
+    its collection. `collection` chooses the doc set: "latest" is then its `latest`, and a
+    run id must be one of its runs; without it, "latest" is the data directory's."""
+    run_dir = _run_dir(data_dir, run, collection)
     status = RunDir(run_dir).read_status()
     if status is None:
         raise RunNotLoadable(f"run {run_dir.name} has not finished (no status.json): not loaded")
@@ -120,37 +120,56 @@ def published_run(
         run_id=status.run_id,
         run_dir=run_dir,
         data_dir=Path(data_dir),
-        collection=collection or run_collection(run_dir, urls),
+        collection=run_collection(run_dir) or collection_of_urls(urls),
         started=run_started(run_dir),
         chunks=chunks,
-        legacy_site=None if collection else legacy_site(urls),
+        legacy_site=legacy_site(urls),
     )
 
 
-def _run_dir(data_dir: Path, run: str) -> Path:
-    """The directory of `run`: the one `latest` points at when it is named after the link."""
+def _run_dir(data_dir: Path, run: str, collection: str | None) -> Path:
+    """The directory of `run`: the one `latest` (the collection's, when given) points at
+    when it is named after the link."""
     data = DataDir(data_dir)
     if run == data.latest.name:
-        if not data.latest.exists():
-            raise RunNotLoadable(
-                f"{data.latest}: no published run yet (run `firechunk rebuild` first)"
-            )
-        return data.latest.resolve()
+        latest = _latest_of(data, collection)
+        if latest is None:
+            named = f"collection {collection}" if collection else str(data.latest)
+            raise RunNotLoadable(f"{named}: no published run yet (run `firechunk rebuild` first)")
+        return latest
     if not RUN_ID.fullmatch(run):
         raise RunNotLoadable(f"run id {run!r}: use letters, digits, '.', '_' and '-' only")
     run_dir = data.run(run).path
     if not run_dir.is_dir():
         raise RunNotLoadable(f"no run {run!r} in {data.runs}")
+    if collection is not None and run_collection(run_dir) != collection:
+        raise RunNotLoadable(
+            f"run {run} is of collection {run_collection(run_dir)}, not {collection}"
+        )
     return run_dir
 
 
 def _was_published(data_dir: Path, run_dir: Path) -> bool:
-    """Publishing writes the run's manifest.json, then points `latest` at it: a run that
-    passed validation without a manifest was stopped (killed) before it was published.
-    The run `latest` points at was published whatever it holds (one published before
-    runs had manifests)."""
-    latest = DataDir(data_dir).latest_run()
-    return RunDir(run_dir).manifest_json.exists() or latest == run_dir.resolve()
+    """Publishing writes the run's manifest.json, then points its collection's `latest` at
+    it: a run that passed validation without a manifest was stopped (killed) before it was
+    published. A run a `latest` points at was published whatever it holds (one published
+    before runs had manifests)."""
+    published = DataDir(data_dir).published_runs()
+    return RunDir(run_dir).manifest_json.exists() or run_dir.resolve() in published
+
+
+def _latest_of(data: DataDir, collection: str | None) -> Path | None:
+    """The run directory the collection's `latest` points at (the data directory's `latest`
+    for no collection); None when there is none. In a data directory from before
+    collections (no `collections/` yet: `firechunk.publish.adopt_latest`), its `latest` is
+    the latest of its run's collection."""
+    if collection is None or not data.collections.exists():
+        latest = data.latest_run()
+        if collection is not None and latest and run_collection(latest) not in (collection, None):
+            latest = None
+    else:
+        latest = data.latest_run(collection)
+    return latest if latest is not None and latest.is_dir() else None
 
 
 def read_chunks(path: Path) -> tuple[RunChunk, ...]:

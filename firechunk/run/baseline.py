@@ -1,12 +1,15 @@
-"""The baseline: the last good run, which `data/latest` points at, as the next run reads it.
+"""The baseline: the last good run of the run's collection, which the collection's `latest`
+points at (`collections/<name>/latest`), as the next run reads it. Another collection's runs
+are never a baseline: a doc set is compared only with itself.
 
 A run reuses the baseline's chunker outcomes and computes its change set against the
 baseline's chunk rows and pages, so a baseline read wrong publishes wrong output. Two
 rules:
 
-- The marker must be sound: `latest` a symlink to a run directory whose `status.json`
-  says passed. Anything else is an error that names the file and the way out, never a
-  silent "no baseline" (which would publish every chunk as an upsert and no deletes).
+- The marker must be sound: the collection's `latest` a symlink to a run directory whose
+  `status.json` says passed. Anything else is an error that names the file and the way
+  out, never a silent "no baseline" (which would publish every chunk as an upsert and no
+  deletes).
 - The files must be the ones published (`firechunk.run.manifest`): if any is missing or
   changed, nothing is reused from the baseline's page cache (every page is chunked again),
   and the run's report and log say which files. `--full` never reads that cache at all.
@@ -27,11 +30,17 @@ from firechunk.run.manifest import damaged_files
 from firechunk.schemas.chunk import Chunk
 from firechunk.urls import page_url
 
-WAY_OUT = (
-    "move data/latest aside to start without a baseline (every chunk is then an upsert; "
-    "`firechunk load` still deletes what the database holds beyond the run), or point it "
-    "at a run whose status.json says passed"
-)
+
+def way_out(link: Path | str = "the collection's latest link") -> str:
+    """What to do about a baseline that cannot be used, whose marker is `link`."""
+    return (
+        f"move {link} aside to start without a baseline (every chunk is then an upsert; "
+        "`firechunk load` still deletes what the database holds beyond the run), or point "
+        "it at a run whose status.json says passed"
+    )
+
+
+WAY_OUT = way_out()
 
 
 class BaselineError(RuntimeError):
@@ -45,26 +54,33 @@ class Baseline:
     damaged: tuple[str, ...]  # files missing or changed since it was published
 
 
-def find_baseline(data_dir: Path) -> Baseline | None:
-    """The run `data_dir/latest` points at; None before the first publication."""
-    link = DataDir(data_dir).latest
+def find_baseline(data_dir: Path, collection: str) -> Baseline | None:
+    """The run the collection's `latest` points at; None before its first publication."""
+    return read_marker(DataDir(data_dir).collection_latest(collection))
+
+
+def read_marker(link: Path) -> Baseline | None:
+    """The run the `latest` link `link` points at, which must have passed; None when there
+    is no link. A damaged one is a BaselineError naming the file and the way out."""
     if not link.is_symlink():
         if link.exists():
-            raise BaselineError(f"{link} is not a symlink to a run: {WAY_OUT}")
+            raise BaselineError(f"{link} is not a symlink to a run: {way_out(link)}")
         return None
     run_dir = link.resolve()
     if not run_dir.is_dir():
-        raise BaselineError(f"{link} points at {run_dir}, which does not exist: {WAY_OUT}")
+        raise BaselineError(f"{link} points at {run_dir}, which does not exist: {way_out(link)}")
     status_file = RunDir(run_dir).status_json
     try:
         status = RunDir(run_dir).read_status()
     except (OSError, ValueError) as error:
         first_line = str(error).splitlines()[0]
-        raise BaselineError(f"{status_file} cannot be read ({first_line}): {WAY_OUT}") from None
+        raise BaselineError(
+            f"{status_file} cannot be read ({first_line}): {way_out(link)}"
+        ) from None
     if status is None:
-        raise BaselineError(f"{status_file} is missing: {WAY_OUT}")
+        raise BaselineError(f"{status_file} is missing: {way_out(link)}")
     if status.status != "passed":
-        raise BaselineError(f"{status_file} says {status.status}, not passed: {WAY_OUT}")
+        raise BaselineError(f"{status_file} says {status.status}, not passed: {way_out(link)}")
     return Baseline(status.run_id, run_dir, tuple(damaged_files(run_dir)))
 
 

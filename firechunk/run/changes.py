@@ -1,4 +1,6 @@
-"""The change set of a run against the last good run, for the vector database.
+"""The change set of a run against the last good run of its collection, for the vector
+database: another collection's run is never its baseline, so it never deletes another doc
+set's chunk.
 
 Chunks are compared by id and by the sha256 of their line in `chunks.json`: an id that is
 new, or whose row differs in any field (an overlap or a position that moved while the text
@@ -38,6 +40,7 @@ from firechunk.schemas.report import PageRecord
 
 def change_set(
     run_id: str,
+    collection: str,
     chunk_rows: dict[str, str],
     pages: list[PageRecord],
     *,
@@ -80,6 +83,7 @@ def change_set(
     )
     return ChangeSet(
         run_id=run_id,
+        collection=collection,
         baseline=baseline[0] if baseline else None,
         full=full,
         pages_rechunked=pages_rechunked,

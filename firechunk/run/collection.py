@@ -1,22 +1,25 @@
-"""The collection a run's chunks go into in the vector database, named in its report.json.
+"""The collection a run belongs to: its doc set, declared once and recorded in its run.json.
 
-A database holds several doc sets (a site's guides, its reference, another product's
-docs), one per data directory; each is a collection that owns its rows. A run names its
-collection so that every night of a data directory loads into the same one:
+A data directory and a database hold several doc sets (a site's guides, each client
+reference, another product's docs). A run's collection is declared by the `collection`
+setting (`firechunk.settings.RunSettings`); left empty, it is derived from what is crawled,
+never from another run:
 
-- the baseline's collection, when most of the run's pages are inside it (the name never
-  drifts because one night's crawl reached a page outside the usual path); a crawl of
-  another site, or of another section of the same site, put in the same data directory
-  names its own;
-- otherwise one derived from the run's pages: the host most of them are on, and the
-  longest path prefix all of that host's pages share (`supabase.com/docs/guides/auth`).
+- for a crawl, the target: the site's host and path, narrowed to the path every include
+  pattern starts with (`supabase.com/docs` with `docs/guides/auth/.*` is
+  `supabase.com/docs/guides/auth`);
+- for a replayed crawl (a crawl file), its pages: the host most of them are on and the
+  path all of that host's pages share.
 
-`firechunk load --collection` (flow parameter `database.collection`) names another.
+The run's start records the name in its run.json; everything that compares runs (the
+baseline, the page cache, the shrink guard, supersession, changes.json, the load, `firechunk
+runs`) takes it from there. A collection is renamed only by `firechunk rename-collection`.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,9 +28,33 @@ from urllib.parse import urlsplit
 import orjson
 
 from firechunk.layout import RunDir
+from firechunk.schemas.job import CrawlTarget
+from firechunk.settings import RunSettings
+
+# A pattern's literal start: path segments up to the first one holding a regex character.
+_REGEX = re.compile(r"[.*+?()\[\]{}|\\^$]")
+_SOURCE_URL = re.compile(rb'"sourceURL"\s*:\s*"([^"\\]*)"')
 
 
-def default_collection(urls: Iterable[str]) -> str:
+def collection_of_target(target: CrawlTarget) -> str:
+    """The host and path of the site, then the path every include pattern starts with,
+    where all of them start under the site's path."""
+    site = urlsplit(target.url if "://" in target.url else f"https://{target.url}")
+    path = _segments(site.path)
+    literal = [_literal(pattern) for pattern in target.include_paths]
+    if literal and all(prefix[: len(path)] == path for prefix in literal):
+        path = functools.reduce(_common_prefix, literal)
+    return "/".join([site.netloc.lower(), *path])
+
+
+def collection_of_crawl(crawl_file: Path) -> str:
+    """The collection a crawl file's pages name (`collection_of_urls`), read from the page
+    URLs alone: no need to parse a whole crawl to name it."""
+    text = Path(crawl_file).read_bytes()
+    return collection_of_urls(url.decode("utf-8", "replace") for url in _SOURCE_URL.findall(text))
+
+
+def collection_of_urls(urls: Iterable[str]) -> str:
     """The host most URLs are on, plus the path all of its URLs share.
 
     A crawl of a section names the section, its landing page included
@@ -53,37 +80,30 @@ def legacy_site(urls: Iterable[str]) -> str:
     return hosts.most_common(1)[0][0] if hosts else "unknown"
 
 
-def run_collection(run_dir: Path, urls: Iterable[str]) -> str:
-    """The collection a run's report names; derived from `urls` for a run written before
-    reports named one."""
+def run_collection(run_dir: Path) -> str | None:
+    """The collection a run was started as (its run.json); for a run started before runs
+    recorded one, the one its report.json named; None when neither says."""
+    run = RunDir(run_dir)
+    recorded = _json(run.run_json).get("settings")
+    named = recorded.get("collection") if isinstance(recorded, dict) else None
+    if not named:
+        named = _json(run.report_json).get("collection")
+    return named if isinstance(named, str) and named else None
+
+
+def _json(path: Path) -> dict:
     try:
-        named = orjson.loads(RunDir(run_dir).report_json.read_bytes()).get("collection")
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        named = None
-    return named if isinstance(named, str) and named else default_collection(urls)
+        value = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
-def collection_for_run(baseline_dir: Path | None, urls: Iterable[str]) -> str:
-    """The collection a new run names: its baseline's when most of its pages are inside
-    it, else one derived from its pages."""
-    urls = list(urls)
-    if baseline_dir is not None:
-        named = run_collection(baseline_dir, urls)
-        if 2 * sum(_inside(url, named) for url in urls) > len(urls):
-            return named
-    return default_collection(urls)
-
-
-def same_collection(run_dir: Path, other_dir: Path) -> bool:
-    """Whether two runs' reports name one collection: the same doc set."""
-    return run_collection(run_dir, ()) == run_collection(other_dir, ())
-
-
-def _inside(url: str, collection: str) -> bool:
-    """Whether `url` is on the collection's host, under its path."""
-    host, *path = collection.split("/")
-    part = urlsplit(url)
-    return part.netloc.lower() == host and _segments(part.path)[: len(path)] == tuple(path)
+def _literal(pattern: str) -> tuple[str, ...]:
+    """`docs/guides/.*` -> (docs, guides): the segments before the first regex character."""
+    segments = _segments(pattern.lstrip("^"))
+    plain = [index for index, segment in enumerate(segments) if _REGEX.search(segment)]
+    return segments[: plain[0]] if plain else segments
 
 
 def _segments(path: str) -> tuple[str, ...]:
@@ -95,3 +115,17 @@ def _common_prefix(left: tuple[str, ...], right: tuple[str, ...]) -> tuple[str, 
     while shared < min(len(left), len(right)) and left[shared] == right[shared]:
         shared += 1
     return left[:shared]
+
+
+def declared(settings: RunSettings, source: Path | CrawlTarget | None) -> RunSettings:
+    """`settings` with their collection: the one declared, else the one `source` (a crawl
+    file, or the target of a crawl) names. A ValueError when neither says."""
+    if settings.collection:
+        return settings
+    if source is None:
+        raise ValueError("a run needs its collection: declare it, or give the crawl it chunks")
+    if isinstance(source, CrawlTarget):
+        named = collection_of_target(source)
+    else:
+        named = collection_of_crawl(source)
+    return RunSettings.model_validate({**settings.model_dump(), "collection": named})

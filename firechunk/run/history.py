@@ -20,6 +20,7 @@ from firechunk.atomic import write_json
 from firechunk.layout import DataDir, RunDir
 from firechunk.publish import SHRINK_GUARD
 from firechunk.retention import run_is_running
+from firechunk.run.collection import run_collection
 
 # In seconds.json, beside each stage's seconds as the rebuild flow timed them: the whole
 # run, the figure the trend, its chart and `firechunk runs` show (`record_seconds`).
@@ -34,7 +35,7 @@ class RunRow:
     run_id: str
     verdict: str  # passed, failed, superseded, interrupted; running, unfinished, unreadable
     started: datetime
-    latest: bool
+    latest: bool  # its collection's `latest` points at it
     pages: int | None = None
     chunks: int | None = None
     tokens: int | None = None
@@ -45,14 +46,14 @@ class RunRow:
     # after it; the rebuild-summary's "total (s)" (seconds.json). A run from before that file:
     # its chunk stage (report.json) + validation (summary.json), all it left.
     seconds: float | None = None
-    collection: str | None = None  # the vector database collection it loads into
+    collection: str | None = None  # its doc set: the vector database collection it loads into
     why: str | None = None  # why it ended unpublished (status.json); None if it passed
 
     def as_table_row(self, loaded: bool = False) -> dict[str, Any]:
         """The row of a table artifact, narrow enough that no column is cut off at 1400 px:
         numbers stay numbers, "latest" stands for "passed, and `latest` points at it", and
         `loaded` says the database holds this run. The run id says when it started; the
-        collection, the same for every run of a data directory, goes in the description."""
+        collection, the same for every run of the trend, goes in the description."""
         return {
             "run": self.run_id,
             "status": "latest" if self.latest else self.verdict,
@@ -66,12 +67,18 @@ class RunRow:
         }
 
 
-def list_runs(data_dir: Path, limit: int | None = None) -> list[RunRow]:
-    """The runs under `data_dir/runs/`, newest first (by when each started), at most `limit`."""
+def list_runs(
+    data_dir: Path, limit: int | None = None, collection: str | None = None
+) -> list[RunRow]:
+    """The runs under `data_dir/runs/` (of `collection` only, when given), newest first (by
+    when each started), at most `limit`."""
     data = DataDir(data_dir)
-    latest = data.latest_run()
-    dated = sorted(((run_started(path), path) for path in data.run_dirs()), reverse=True)
-    return [read_run(path, started, path.resolve() == latest) for started, path in dated[:limit]]
+    published = data.published_runs()
+    paths = data.run_dirs()
+    if collection is not None:
+        paths = [path for path in paths if run_collection(path) == collection]
+    dated = sorted(((run_started(path), path) for path in paths), reverse=True)
+    return [read_run(path, started, path.resolve() in published) for started, path in dated[:limit]]
 
 
 def read_run(run_dir: Path, started: datetime | None = None, latest: bool = False) -> RunRow:
@@ -92,7 +99,7 @@ def read_run(run_dir: Path, started: datetime | None = None, latest: bool = Fals
         upserts=_count(changes.get("upsert")),
         deletes=_count(changes.get("delete")),
         seconds=_seconds(_json(run.seconds_json), report, validation),
-        collection=report.get("collection") if isinstance(report.get("collection"), str) else None,
+        collection=run_collection(run_dir),
         why=why_not_published(run_dir),
     )
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.run.assemble import assemble
-from firechunk.run.collection import collection_for_run
+from firechunk.run.collection import collection_of_urls
 from firechunk.run.executors import process_pool
 from firechunk.run.outcomes import StoredOutcome, page_outcome, page_sizer
 from firechunk.run.plan import PageInput, make_batches, page_inputs, plan_pages, useful_workers
@@ -42,7 +42,7 @@ def chunk_crawl(
     name = encoding if isinstance(encoding, str) else encoding.encoding_name
     assembled = assemble(plan.pages, outcomes, sink, encoding=name, started=started)
     urls = (page.canonical_url for page in assembled.pages)
-    assembled.report.collection = collection_for_run(None, urls)
+    assembled.report.collection = collection_of_urls(urls)
     return ChunkRun(
         chunks=sink.chunks,
         pages=assembled.pages,

@@ -5,11 +5,10 @@ A site does not lose a fifth of its pages overnight; a crawl cut short, a change
 pattern or a site outage does. Publishing such a run would delete those chunks from every
 database that follows `latest`, so it is refused unless `allow_shrink`. Shrink is counted
 net: pages of the baseline this run no longer has, and the fall in the chunk count (edited
-pages replace their chunks, which is not shrink). A baseline of another site (a data
-directory first used for one doc set, then for another: another site, or another section
-of the same site) is not shrunk by the new one, and
-a run chunked to other token limits is compared by its pages only: bigger chunks are
-fewer chunks, not lost ones.
+pages replace their chunks, which is not shrink). The baseline is the last good run of the
+run's own collection (`firechunk.run.baseline`): a doc set is never measured against
+another. A run chunked to other token limits is compared by its pages only: bigger chunks
+are fewer chunks, not lost ones.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import polars as pl
 
 from firechunk.layout import RunDir
 from firechunk.run.changes import baseline_chunk_rows, read_changes
-from firechunk.run.collection import same_collection
 
 DEFAULT_MAX_SHRINK = 0.2
 
@@ -30,8 +28,6 @@ def shrink_problem(
 ) -> str | None:
     """Why the run at `run_dir` shrinks too much against `baseline_dir`, or None.
     `count_chunks`: whether the two runs' chunk counts compare (the same token limits)."""
-    if not same_collection(run_dir, baseline_dir):
-        return None
     pages_before, chunks_before = _counts(baseline_dir)
     _, chunks_after = _counts(run_dir)
     removed_pages = len(read_changes(run_dir).pages_removed)

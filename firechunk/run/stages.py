@@ -1,7 +1,8 @@
 """The stages that turn a crawl into a run directory, each reading what the one before wrote.
 
-    start     claim data/runs/<run-id>/ (or an --out directory), note the baseline (the run
-              data/latest points at) in the run's run.json
+    start     claim data/runs/<run-id>/ (or an --out directory), note its collection (the
+              doc set, declared or derived from the crawl target: `firechunk.run.collection`)
+              and its baseline (the run the collection's latest points at) in its run.json
     chunk     plan the pages (canonical URLs, aliases), key them, copy the outcomes the
               baseline's page cache has, chunk the rest on an executor, keep it all in the
               run's page cache (`firechunk.run.cache`)
@@ -10,15 +11,17 @@
     validate  every suite in expectations/ over the tables; pages that failed page-level
               expectations, when few enough, set aside and the run written and validated
               again (`firechunk.validate.set_aside`); the verdict in status.json
-    publish   data/latest -> the run, only if it passed (`firechunk.publish`)
+    publish   the collection's latest, then data/latest -> the run, only if it passed
+              (`firechunk.publish`)
 
 A stage takes the run's `RunStart` (small, and saved in the run directory, so a stage can
 run in another task, process or day) and hands on only small summaries. `firechunk chunk`
 runs the stages in this process (`run_here`); the Prefect flows run them as tasks.
 
-Safety: the baseline is only ever the run `latest` points at, and `latest` only moves to a
-run that passed validation. A run that fails (validation, or an error on the way) is kept,
-marked failed, and neither becomes `latest` nor the next run's baseline. A full rebuild
+Safety: the baseline is only ever the run the collection's `latest` points at (never a run
+of another doc set), and `latest` only moves to a run that passed validation. A run that
+fails (validation, or an error on the way) is kept, marked failed, and neither becomes
+`latest` nor the next run's baseline. A full rebuild
 (`full=True`) chunks every page again, but its change set is still relative to the last
 good run: that is what the vector database holds.
 """
@@ -39,6 +42,7 @@ from firechunk.chunker.split import Limits
 from firechunk.crawlfile import read_crawl
 from firechunk.layout import DataDir, RunDir
 from firechunk.publish import (
+    adopt_latest,
     claim_run_dir,
     describe_latest,
     failure_recorded,
@@ -53,13 +57,14 @@ from firechunk.run.assemble import NOTHING_ASIDE, Aside, assemble
 from firechunk.run.baseline import damage_warning, find_baseline, rows_of_pages
 from firechunk.run.cache import PageCache, outcome_key
 from firechunk.run.changes import change_set, write_changes
-from firechunk.run.collection import collection_for_run, same_collection
+from firechunk.run.collection import declared, run_collection
 from firechunk.run.executors import Executor, in_process, results_of
 from firechunk.run.manifest import write_manifest
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
 from firechunk.run.shrink import DEFAULT_MAX_SHRINK, shrink_problem
 from firechunk.run.write import ChunkFileWriter, write_page_files
 from firechunk.schemas.changes import ChangeSet
+from firechunk.schemas.job import CrawlTarget
 from firechunk.schemas.publish import PublishResult, RunStatus
 from firechunk.schemas.report import ChunkReport
 from firechunk.schemas.validation import ValidationOutcome
@@ -79,7 +84,8 @@ Progress = Callable[[int, int], None]  # (pages chunked so far, pages to chunk)
 
 
 class RunStart(BaseModel, frozen=True):
-    """A run's identity and baseline, saved as its run.json when the run is claimed."""
+    """A run's identity, collection and baseline, saved as its run.json when the run is
+    claimed. Its settings hold its collection, declared or derived as it started."""
 
     run_id: str
     run_dir: Path
@@ -88,6 +94,12 @@ class RunStart(BaseModel, frozen=True):
     baseline_dir: Path | None = None
     baseline_damaged: tuple[str, ...] = ()  # its files changed since it was published
     settings: RunSettings = RunSettings()
+
+    @property
+    def collection(self) -> str:
+        """The doc set the run belongs to; for a run started before runs recorded one, what
+        its report named."""
+        return self.settings.collection or run_collection(self.run_dir) or "unknown"
 
     @property
     def reuse_from(self) -> Path | None:
@@ -121,11 +133,19 @@ class Written(BaseModel, frozen=True):
 
 
 def start_run(
-    data_dir: Path, run_id: str | None = None, settings: RunSettings = RunSettings()
+    data_dir: Path,
+    run_id: str | None = None,
+    settings: RunSettings = RunSettings(),
+    *,
+    source: Path | CrawlTarget | None = None,
 ) -> RunStart:
-    """Find the baseline first, then claim the run's directory (it is never the baseline)."""
+    """Name the run's collection (the settings', else the one `source`, the crawl file or
+    the crawl's target, names: `firechunk.run.collection.declared`), find that collection's baseline, then claim the run's
+    directory (it is never the baseline)."""
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
-    baseline = find_baseline(data_dir)
+    settings = declared(settings, source)
+    adopt_latest(data_dir)
+    baseline = find_baseline(data_dir, settings.collection)
     run_id, run_dir = claim_run_dir(DataDir(data_dir).runs, run_id)
     hold_run_lock(run_dir)  # for as long as this process lives: the run is running
     start = RunStart(
@@ -141,8 +161,14 @@ def start_run(
     return start
 
 
-def start_out_run(out_dir: Path, settings: RunSettings = RunSettings()) -> RunStart:
+def start_out_run(
+    out_dir: Path,
+    settings: RunSettings = RunSettings(),
+    *,
+    source: Path | CrawlTarget | None = None,
+) -> RunStart:
     """A run written to `out_dir` (new or empty), with no baseline, never published."""
+    settings = declared(settings, source)
     out_dir = Path(out_dir).resolve()
     if out_dir.exists() and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} is not empty: write the run to a new directory")
@@ -251,15 +277,14 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
         if start.baseline_damaged:
             warning = damage_warning(str(start.baseline_id), start.baseline_damaged)
             assembled.report.warnings.insert(0, warning)
-        assembled.report.collection = collection_for_run(
-            start.baseline_dir, (page.canonical_url for page in assembled.pages)
-        )
+        assembled.report.collection = start.collection
         write_page_files(run_dir, assembled.pages, assembled.quarantine, assembled.report)
         tables = tables_from_facts(assembled.facts, assembled.pages, assembled.report.duplicates)
         write_tables(run_dir, tables)
         to_chunk = sum(page.chunked_as == page.index for page in pages)
         changes = change_set(
             start.run_id,
+            start.collection,
             assembled.row_digests,
             assembled.pages,
             baseline=(start.baseline_id, start.baseline_dir) if start.baseline_dir else None,
@@ -292,7 +317,7 @@ class RunSuperseded(RuntimeError):
 def _check_baseline_kept(start: RunStart) -> None:
     if start.baseline_dir is None or start.baseline_dir.is_dir():
         return
-    current = last_good_run(start.data_dir) if start.data_dir else None
+    current = last_good_run(start.data_dir, start.collection) if start.data_dir else None
     moved = f"; latest is now run {current[0]}" if current else ""
     why = f"its baseline, run {start.baseline_id}, was removed while it ran{moved}"
     RunDir(start.run_dir).write_status(
@@ -338,8 +363,9 @@ def _validate(start: RunStart, suites_dir: Path) -> ValidationOutcome:
 
 
 def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
-    """Point data/latest at the run if it passed, does not shrink too much against its
-    baseline (`firechunk.run.shrink`) and the baseline is still `latest`."""
+    """Point the collection's latest (and data/latest) at the run if it passed, does not
+    shrink too much against its baseline (`firechunk.run.shrink`) and the baseline is still
+    the collection's `latest`."""
     data_dir = start.data_dir
     if data_dir is None:
         raise ValueError(f"run {start.run_id} was written with --out: it cannot be published")
@@ -350,7 +376,14 @@ def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
                 start.run_dir, start.baseline_dir, DEFAULT_MAX_SHRINK, count_chunks=same
             )
             if problem is not None:
-                return refuse(data_dir, start.run_id, start.run_dir, outcome, problem)
+                return refuse(
+                    data_dir,
+                    start.run_id,
+                    start.run_dir,
+                    outcome,
+                    problem,
+                    collection=start.collection,
+                )
         if outcome.success:
             write_manifest(start.run_dir)
         return publish_if_passed(
@@ -358,8 +391,8 @@ def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
             start.run_id,
             start.run_dir,
             outcome,
+            collection=start.collection,
             baseline_id=start.baseline_id,
-            same_doc_set=lambda current: same_collection(current, start.run_dir),
         )
 
 
