@@ -140,8 +140,8 @@ def start_run(
     source: Path | CrawlTarget | None = None,
 ) -> RunStart:
     """Name the run's collection (the settings', else the one `source`, the crawl file or
-    the crawl's target, names: `firechunk.run.collection.declared`), find that collection's baseline, then claim the run's
-    directory (it is never the baseline)."""
+    the crawl's target, names: `firechunk.run.collection.declared`), find that collection's
+    baseline, then claim the run's directory (it is never the baseline)."""
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
     settings = declared(settings, source)
     adopt_latest(data_dir)
