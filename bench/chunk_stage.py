@@ -47,7 +47,9 @@ def main() -> int:
         for round_ in range(args.repeat):
             for workers in (1, 2):
                 settings = RunSettings(workers=workers)
-                start = start_out_run(Path(work) / f"run-{workers}-{round_}", settings)
+                start = start_out_run(
+                    Path(work) / f"run-{workers}-{round_}", settings, source=crawl
+                )
                 started = time.perf_counter()
                 chunk_stage(start, crawl, process_pool(workers))
                 times[workers].append(time.perf_counter() - started)

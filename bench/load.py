@@ -169,7 +169,7 @@ def workspace(keep: Path | None) -> Iterator[Path]:
 def chunk_run(run_id: str, crawl: Path, data_dir: Path, workers: int) -> dict:
     """One run as `firechunk chunk` makes it, published as `data_dir/latest`."""
     started = time.perf_counter()
-    start = start_run(data_dir, run_id, RunSettings(workers=workers))
+    start = start_run(data_dir, run_id, RunSettings(workers=workers), source=crawl)
     written, outcome, result = run_here(start, crawl, process_pool(workers))
     seconds = time.perf_counter() - started
     if not (outcome.success and result is not None and result.published):

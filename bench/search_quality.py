@@ -42,6 +42,7 @@ from firechunk.db.search import search as product_search  # noqa: E402
 from firechunk.embedders import local_embedder  # noqa: E402
 from firechunk.layout import DataDir, RunDir  # noqa: E402
 from firechunk.run.stages import run_here, start_run  # noqa: E402
+from firechunk.settings import RunSettings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_REFERENCE = "supabase-python-reference-2024-09.json"
@@ -62,7 +63,7 @@ def chunk_and_load(corpus: Path, work: Path, conn, embedder) -> dict[str, dict]:
     its collection; its chunks by id."""
     data_dir = work / corpus.stem
     if not DataDir(data_dir).latest.exists():
-        start = start_run(data_dir)
+        start = start_run(data_dir, settings=RunSettings(collection=corpus.stem), source=corpus)
         _, outcome, published = run_here(start, corpus)
         if not published.published:
             raise SystemExit(f"{corpus.name}: the run was not published ({outcome})")

@@ -17,6 +17,7 @@ from firechunk.commands.database import collections, load, search
 from firechunk.commands.exits import EXIT_CODES_HELP, handled, set_debug
 from firechunk.commands.help import Command, Group
 from firechunk.commands.rebuild import rebuild
+from firechunk.commands.rename import rename_collection
 from firechunk.commands.runs import runs
 
 
@@ -55,6 +56,7 @@ def main(
 
 for command in (crawl, chunk, rebuild, load, search, collections, runs, automations):
     app.command(cls=Command, epilog=EXIT_CODES_HELP)(handled(command))
+app.command("rename-collection", cls=Command, epilog=EXIT_CODES_HELP)(handled(rename_collection))
 
 
 if __name__ == "__main__":

@@ -131,7 +131,7 @@ def publish_if_passed(
     """
     superseded_by = None
     if outcome.success:
-        with _publish_lock(data_dir):
+        with publish_lock(data_dir):
             current = last_good_run(data_dir, collection)
             current_id = current[0] if current else None
             if baseline_id is not ANY_BASELINE and current_id != baseline_id:
@@ -189,7 +189,7 @@ def refuse(
 
 
 @contextmanager
-def _publish_lock(data_dir: Path) -> Iterator[None]:
+def publish_lock(data_dir: Path) -> Iterator[None]:
     """An exclusive lock on publishing into `data_dir`; the OS drops it if the process dies."""
     lock = DataDir(data_dir).publish_lock
     lock.parent.mkdir(parents=True, exist_ok=True)
@@ -252,9 +252,15 @@ def switch_latest(data_dir: Path, run_dir: Path, collection: str) -> Path:
     for link in (data.collection_latest(collection), data.latest):
         if link.exists() and not link.is_symlink():
             raise FileExistsError(f"{link} exists and is not a symlink; move it away to publish")
-    own = _switch(data.collection_latest(collection), run_dir)
+    own = switch_collection_latest(data_dir, run_dir, collection)
     _switch(data.latest, run_dir)
     return own
+
+
+def switch_collection_latest(data_dir: Path, run_dir: Path, collection: str) -> Path:
+    """Point the collection's `latest` alone at `run_dir`, atomically; under the publish
+    lock, which the caller holds."""
+    return _switch(DataDir(data_dir).collection_latest(collection), run_dir)
 
 
 def _switch(link: Path, run_dir: Path) -> Path:
@@ -277,7 +283,7 @@ def adopt_latest(data_dir: Path) -> str | None:
     data = DataDir(data_dir)
     if data.collections.exists() or not os.path.lexists(data.latest):
         return None
-    with _publish_lock(data_dir):
+    with publish_lock(data_dir):
         if data.collections.exists():
             return None  # adopted by another run meanwhile
         current = read_marker(data.latest)
@@ -302,7 +308,7 @@ def remove_stray_links(data_dir: Path) -> list[Path]:
     holds while its link exists, so never one about to be renamed."""
     if not DataDir(data_dir).new_latest_links():
         return []  # the usual case: no lock taken, no lock file made
-    with _publish_lock(data_dir):
+    with publish_lock(data_dir):
         stray = [path for path in DataDir(data_dir).new_latest_links() if path.is_symlink()]
         for path in stray:
             path.unlink(missing_ok=True)

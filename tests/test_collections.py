@@ -31,9 +31,14 @@ ROOT = Path(__file__).resolve().parents[1]
 GUIDES = "https://docs.example.com/docs/guides/"
 
 
-def publish(data_dir: Path, tmp: Path, run_id: str, edit=None, allow_shrink=False) -> Path:
+def publish(
+    data_dir: Path, tmp: Path, run_id: str, edit=None, allow_shrink=False, collection=None
+) -> Path:
+    """The sample, edited by `edit`, published as run `run_id` of `data_dir`; its
+    collection `collection`, else the one its pages name."""
     crawl = crawl_variant(tmp, f"{data_dir.name}-{run_id}", edit)
-    start = start_run(data_dir, run_id, RunSettings(allow_shrink=allow_shrink), source=crawl)
+    settings = RunSettings(allow_shrink=allow_shrink, collection=collection)
+    start = start_run(data_dir, run_id, settings, source=crawl)
     _, outcome, published = run_here(start, crawl)
     assert outcome.success and published.published, run_id
     return data_dir
@@ -90,9 +95,10 @@ def guides(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory) -> Path:
-    """A data directory whose one run holds the sample's first three pages."""
+    """A data directory whose one run holds the sample's first three pages, declared as the
+    whole sample's doc set."""
     tmp = tmp_path_factory.mktemp("small")
-    return publish(tmp / "data", tmp, "small", keep_three)
+    return publish(tmp / "data", tmp, "small", keep_three, collection="docs.example.com/docs")
 
 
 @pytest.fixture
@@ -352,3 +358,56 @@ def test_a_load_killed_while_embedding_or_copying_leaves_the_database_whole(
     assert wait_until(lambda: no_server_left(data_dir))
     assert rows(None, data_dir) == texts(data_dir, "b")
     assert wait_until(lambda: no_server_left(data_dir))
+
+
+def test_two_doc_sets_of_one_data_directory_load_apart(db, model, tmp_path):
+    """The whole sample and its guides chunked into one data directory and loaded into one
+    database: each load touches only its own collection, and the whole sample's next run
+    (its baseline its own last run, not the guides') loads without a refusal."""
+    data_dir = tmp_path / "data"
+    publish(data_dir, tmp_path, "all-1")
+    publish(data_dir, tmp_path, "guides-1", guides_only)
+    whole = load(db, data_dir, "latest", model, "docs.example.com/docs")
+    guides = load(db, data_dir, "latest", model)  # the data directory's latest: the guides
+    assert (whole.run_id, guides.run_id) == ("all-1", "guides-1")
+    assert guides.collection == "docs.example.com/docs/guides"
+    guide_rows = rows(db, data_dir, guides.collection)
+    assert guide_rows == texts(data_dir, "guides-1")
+
+    publish(data_dir, tmp_path, "all-2", change_one_page)
+    changes = json.loads((data_dir / "runs" / "all-2" / "changes.json").read_text())
+    assert (changes["baseline"], changes["collection"]) == ("all-1", whole.collection)
+    again = load(db, data_dir, "latest", model)
+
+    assert (again.collection, again.run_id) == (whole.collection, "all-2")
+    assert (again.inserted, again.deleted) == (len(changes["upsert"]), len(changes["delete"]))
+    assert rows(db, data_dir, whole.collection) == texts(data_dir, "all-2")
+    assert rows(db, data_dir, guides.collection) == guide_rows
+    with connect(db, data_dir) as conn:
+        held = {c.name: c.run_id for c in loaded_collections(conn)}
+    assert held == {whole.collection: "all-2", guides.collection: "guides-1"}
+
+
+def change_one_page(pages):
+    pages[0]["markdown"] += "\n\nEvery message keeps its id when it is delivered again.\n"
+
+
+def test_a_renamed_collection_keeps_its_rows_and_embeds_nothing_again(db, model, tmp_path):
+    data_dir = tmp_path / "data"
+    publish(data_dir, tmp_path, "a")
+    first = load(db, data_dir, "latest", model)
+    renamed = CliRunner().invoke(
+        app,
+        ["rename-collection", first.collection, "acme", "--data-dir", str(data_dir), "--db", db],
+    )
+    assert renamed.exit_code == 0, renamed.output
+    assert f"{first.collection} is now acme: latest run a" in renamed.output
+
+    counting = Counting(model)
+    again = load(db, data_dir, "latest", counting, "acme")
+    assert (again.collection, again.changed, counting.embedded) == ("acme", False, 0)
+    assert rows(db, data_dir, first.collection) == {}
+    taken = CliRunner().invoke(
+        app, ["rename-collection", "other", "acme", "--data-dir", str(data_dir), "--db", db]
+    )
+    assert taken.exit_code == 2 and "has a collection 'acme' already" in taken.output

@@ -63,6 +63,7 @@ EXTERNAL = re.compile(
 )
 TEXT_MEASURES = {
     "run id",
+    "collection",
     "validation",
     "published as latest",
     "baseline run",
@@ -152,7 +153,8 @@ def nights(prefect_api, tmp_path_factory) -> dict[str, Any]:
             if run_id == "night-3":
                 (data_dir / "runs" / "killed").mkdir()  # no run.json, no status: killed early
             states[run_id] = rebuild(
-                replay=crawl, data_dir=data_dir, run_id=run_id, run=RunSettings(workers=1),
+                replay=crawl, data_dir=data_dir, run_id=run_id,
+                run=RunSettings(workers=1, collection="docs.example.com/docs"),
                 database=DatabaseSettings(load=load), return_state=True,
             )  # fmt: skip
     return {"data_dir": data_dir, "states": states}

@@ -240,9 +240,9 @@ def test_the_shrink_guard_stops_a_load_that_deletes_too_much(db, runs, model, tm
     small = tmp_path / "data"
     keep_two = lambda pages: pages.__setitem__(slice(2, None), [])  # noqa: E731
     crawl = crawl_variant(tmp_path, "tiny", keep_two)
-    run_here(start_run(small, "tiny", source=crawl), crawl)
-    before = held(db, runs)
     same = published_run(runs, "a").collection
+    run_here(start_run(small, "tiny", RunSettings(collection=same)), crawl)
+    before = held(db, runs)
     with pytest.raises(LoadRefused, match="--allow-shrink"):
         load(db, small, "tiny", model, collection=same)
     assert held(db, runs) == before

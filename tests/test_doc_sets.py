@@ -18,10 +18,14 @@ from typer.testing import CliRunner
 
 from firechunk.cli import app
 from firechunk.db.held import Held
+from firechunk.run.collection import collection_of_target
+from firechunk.run.manifest import damaged_files
+from firechunk.settings import CrawlSettings
 from tests.corpus import CORPUS_DIR
 from tests.synthetic_runs import prose
 
 AUTH = "https://docs.example.com/docs/guides/auth"
+AUTH_COLLECTION = "docs.example.com/docs/guides/auth"
 GUIDES = "https://docs.example.com/docs/guides"
 OTHER = "https://help.example.org/manual"
 
@@ -92,7 +96,7 @@ def test_auth_then_guides_then_auth_each_publish_as_themselves(crawls, tmp_path)
 
     assert done.exit_code == 0, done.output
     assert read(third, "status.json")["status"] == "passed"
-    assert read(third, "report.json")["collection"] == "docs.example.com/docs/guides/auth"
+    assert read(third, "report.json")["collection"] == AUTH_COLLECTION
     assert read(guides, "report.json")["collection"] == "docs.example.com/docs/guides"
     changes = read(third, "changes.json")
     assert changes["baseline"] == first.name
@@ -133,6 +137,58 @@ def test_runs_of_one_collection_are_not_behind_for_another_collections_runs(
     first_line = shown.output.splitlines()[0]
     assert first_line.endswith(": up to date"), first_line
     assert "help.example.org" not in shown.output
+
+
+def test_a_collection_is_renamed_only_by_its_command_and_carries_on(crawls, tmp_path):
+    """Renamed, the auth doc set's next run declared under the new name reuses every page of
+    its last run; the runs record the new name and their manifests still vouch for them."""
+    data_dir = tmp_path / "data"
+    first, _ = chunk(crawls["auth"], data_dir)
+    chunk(crawls["guides"], data_dir)
+    renamed = CliRunner().invoke(
+        app, ["rename-collection", AUTH_COLLECTION, "auth", "--data-dir", str(data_dir)]
+    )
+    assert renamed.exit_code == 0, renamed.output
+    assert read(first, "run.json")["settings"]["collection"] == "auth"
+    assert damaged_files(first) == []
+
+    next_run, done = chunk(crawls["auth"], data_dir, "--collection", "auth")
+
+    assert done.exit_code == 0, done.output
+    changes = read(next_run, "changes.json")
+    assert (changes["collection"], changes["baseline"]) == ("auth", first.name)
+    assert (changes["pages_rechunked"], changes["upsert"], changes["delete"]) == (0, [], [])
+    unknown = CliRunner().invoke(
+        app, ["rename-collection", "no.such/name", "x", "--data-dir", str(data_dir)]
+    )
+    assert unknown.exit_code == 2 and "no collection 'no.such/name'" in unknown.output
+
+
+def test_a_run_of_a_declared_collection_compares_only_with_that_collection(crawls, tmp_path):
+    """The same pages under two declared names are two doc sets: the second is a first run."""
+    data_dir = tmp_path / "data"
+    chunk(crawls["auth"], data_dir, "--collection", "staging")
+    second, done = chunk(crawls["auth"], data_dir, "--collection", "production")
+    assert done.exit_code == 0, done.output
+    changes = read(second, "changes.json")
+    assert (changes["baseline"], changes["pages_rechunked"]) == (None, 10)
+    assert (data_dir / "collections" / "staging" / "latest").is_symlink()
+    assert os.readlink(data_dir / "collections" / "production" / "latest") == "../../runs/run-02"
+
+
+def test_the_collection_a_crawl_target_names():
+    """The site's host and path, narrowed to where every include pattern starts."""
+    site = "https://supabase.com/docs"
+    named = {
+        (): "supabase.com/docs",
+        ("docs/guides/auth/.*",): "supabase.com/docs/guides/auth",
+        ("^/docs/guides/auth/.*", "docs/guides/auth"): "supabase.com/docs/guides/auth",
+        ("docs/guides/.*", "docs/reference/javascript/.*"): "supabase.com/docs",
+        ("blog/.*",): "supabase.com/docs",  # outside the site's path: the site
+    }
+    for include, expected in named.items():
+        target = CrawlSettings(site_url=site, include_paths=list(include)).target()
+        assert collection_of_target(target) == expected, include
 
 
 # --- the shared corpus ----------------------------------------------------------------------

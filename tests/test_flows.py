@@ -214,7 +214,9 @@ def test_a_refused_publish_fails_the_night_in_one_error_line_and_says_why(prefec
     result = CliRunner().invoke(
         app,
         ["rebuild", "--replay", str(shrunk), "--data-dir", str(data_dir)]
-        + ["--workers", "1", "--run-id", "shrunk"],
+        + ["--workers", "1", "--run-id", "shrunk"]
+        # Declared: a replay cut short to the guides would name the guides' collection.
+        + ["--collection", "docs.example.com/docs"],
     )
 
     assert result.exit_code == 1, result.output
@@ -255,7 +257,11 @@ def test_a_refused_publish_fails_the_night_in_one_error_line_and_says_why(prefec
 def test_the_stage_flows_keep_the_seconds_and_fail_a_refused_run_quietly(prefect_api, tmp_path):
     data_dir = tmp_path / "data"
     assert run_here(start_run(data_dir, "good", source=SAMPLE_CRAWL), SAMPLE_CRAWL)[2].published
-    run_dir = chunk_flow(crawl_file=shrunk_crawl(tmp_path / "shrunk.json"), data_dir=data_dir)
+    run_dir = chunk_flow(
+        crawl_file=shrunk_crawl(tmp_path / "shrunk.json"),
+        data_dir=data_dir,
+        run=RunSettings(collection="docs.example.com/docs"),
+    )
     state = validate_publish(run_dir=run_dir, return_state=True)
 
     assert state.is_failed() and "refused by the shrink guard" in state.message

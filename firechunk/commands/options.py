@@ -13,8 +13,9 @@ DataDir = Annotated[
     typer.Option(
         envvar="FIRECHUNK_DATA_DIR",
         metavar="DIR",
-        help="Data root: crawls (raw/, jobs/), runs (runs/<run-id>/; latest is the published "
-        "one) and the embedded database (postgres/).",
+        help="Data root: crawls (raw/, jobs/), runs (runs/<run-id>/; collections/<name>/latest "
+        "is each collection's published run, latest the last published) and the embedded "
+        "database (postgres/).",
     ),
 ]
 RunId = Annotated[

@@ -56,7 +56,7 @@ DEFAULT_MAX_SHRINK = 0.2
 # The schema's lock (creating and migrating tables), then one per collection: loads of
 # different collections run side by side, two loads of one collection one after the other.
 _SCHEMA_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'))"
-_COLLECTION_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'), hashtext(%s))"
+COLLECTION_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'), hashtext(%s))"
 _COLUMNS = (
     "chunk_id, collection, url, title, h1, h2, breadcrumb, heading, text, token_count, "
     "chunk_index, overlap_text, metadata, row_sha256, embedded_sha256"
@@ -156,7 +156,7 @@ def load_run(
             windows = sum(len(each) for each in vectors.values())
             say(f"{counted(len(to_embed), 'chunk')} embedded ({counted(windows, 'window')}).")
     with doing("load", "applying the changes", kept), conn.transaction():
-        conn.execute(_COLLECTION_LOCK, [run.collection])
+        conn.execute(COLLECTION_LOCK, [run.collection])
         guard.check_order(_sync_row(conn, run.collection))
         if reembed_all:
             _clear_collection(conn, run.collection, dimensions)

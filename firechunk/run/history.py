@@ -70,13 +70,14 @@ class RunRow:
 def list_runs(
     data_dir: Path, limit: int | None = None, collection: str | None = None
 ) -> list[RunRow]:
-    """The runs under `data_dir/runs/` (of `collection` only, when given), newest first (by
-    when each started), at most `limit`."""
+    """The runs under `data_dir/runs/`, newest first (by when each started), at most
+    `limit`. With `collection`, its runs, and the runs that name none (killed before they
+    wrote their run.json: they may be its)."""
     data = DataDir(data_dir)
     published = data.published_runs()
     paths = data.run_dirs()
     if collection is not None:
-        paths = [path for path in paths if run_collection(path) == collection]
+        paths = [path for path in paths if run_collection(path) in (collection, None)]
     dated = sorted(((run_started(path), path) for path in paths), reverse=True)
     return [read_run(path, started, path.resolve() in published) for started, path in dated[:limit]]
 

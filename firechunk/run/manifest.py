@@ -55,3 +55,19 @@ def _sha256(path: Path) -> str | None:
     except OSError:
         return None
     return digest.hexdigest()
+
+
+def record_again(run_dir: Path, names: set[str]) -> None:
+    """Record the sha256 of the files `names` anew: files of the run firechunk itself
+    rewrote (a collection renamed), each one the manifest vouched for before the rewrite
+    (`damaged_files` said nothing of it). A run without a manifest keeps none."""
+    manifest = RunDir(run_dir).manifest_json
+    try:
+        recorded = orjson.loads(manifest.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    files = recorded.get("files") if isinstance(recorded, dict) else None
+    if not isinstance(files, dict) or not names:
+        return
+    files.update({name: _sha256(run_dir / name) for name in names if name in files})
+    write_json(manifest, recorded)
