@@ -70,7 +70,11 @@ def check_rename(data_dir: Path, old: str, new: str) -> None:
     data = DataDir(data_dir)
     if has_collection(data_dir, new):
         raise RenameRefused(f"{data.path} has a collection {new!r} already")
-    running = [run_dir.name for run_dir in _runs_of(data, old) if run_is_running(run_dir)]
+    running = [
+        run_dir.name
+        for run_dir in _runs_of(data, old)
+        if not RunDir(run_dir).status_json.exists() and run_is_running(run_dir)
+    ]
     if running:
         raise RenameRefused(f"run {running[0]} of {old!r} is running: rename once it has ended")
 

@@ -72,8 +72,8 @@ class ChunkReport(BaseModel):
     seconds: float = 0.0
     collection: str | None = Field(
         default=None,
-        description="The vector database collection the run loads into by default "
-        "(`firechunk.run.collection`).",
+        description="The collection (doc set) the run belongs to and loads into, as its "
+        "run.json records it (`firechunk.run.collection`).",
     )
 
 

@@ -362,7 +362,8 @@ def trend_description(runs: list[RunRow], held: Held | None) -> str:
         database = f"db: yes for the run the database holds ({held.run_id})"
     return (
         f"The last {TREND_RUNS} runs on disk{f' of {collection}' if collection else ''}, "
-        f"newest first. status latest: passed, and `latest` points at it; {database}; "
+        f"newest first. status latest: passed, and its collection's `latest` points at it; "
+        f"{database}; "
         "quar.: pages quarantined; upsert, delete: chunk ids; s: seconds of the whole run "
         "(crawl, chunk, write, validate, publish; not a load), the summary's total."
     )
