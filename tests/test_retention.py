@@ -103,6 +103,19 @@ def test_the_newest_runs_latest_and_running_runs_stay(tmp_path, run_process):
     assert run_names(tmp_path) == {"a-failed", "d-third", "c-newest", "e-running", ".publish.lock"}
 
 
+def test_every_collections_latest_stays(tmp_path):
+    """A doc set published long ago keeps its latest (its next run's baseline) however many
+    runs of other doc sets came since."""
+    guides = finished(tmp_path, "guides-1", "2026-11-01T03:10:00+00:00")
+    switch_latest(tmp_path, guides, "docs.example.com/docs/guides")
+    for night in (2, 3, 4, 5):
+        auth = finished(tmp_path, f"auth-{night}", f"2026-11-0{night}T03:10:00+00:00")
+        switch_latest(tmp_path, auth, "docs.example.com/docs/guides/auth")
+
+    assert prune_runs(tmp_path, keep=2) == ["auth-2", "auth-3"]
+    assert run_names(tmp_path) == {"guides-1", "auth-4", "auth-5"}
+
+
 @pytest.mark.parametrize("verdict", ["failed", "interrupted"])
 def test_latest_stays_when_newer_runs_failed_or_were_interrupted(tmp_path, verdict):
     published = finished(tmp_path, "good", "2026-11-01T03:10:00+00:00")
