@@ -320,7 +320,7 @@ def published(tmp_path_factory) -> Path:
     from firechunk.run.stages import run_here, start_run
 
     data_dir = tmp_path_factory.mktemp("published") / "data"
-    _, outcome, result = run_here(start_run(data_dir, "sample"), SAMPLE)
+    _, outcome, result = run_here(start_run(data_dir, "sample", source=SAMPLE), SAMPLE)
     assert outcome.success and result.published
     return data_dir
 

@@ -259,7 +259,7 @@ def test_a_crawl_of_furo_api_pages_publishes_without_its_sidebar(tmp_path):
     """Five pages of the reference, each mostly its sidebar tree, through the run's stages:
     validated, published, and the tree in no chunk."""
     crawl_file = furo_crawl(tmp_path / "furo.json", pages=5)
-    _, _, result = run_here(start_run(tmp_path), crawl_file)
+    _, _, result = run_here(start_run(tmp_path, source=crawl_file), crawl_file)
     assert result is not None and result.published, format_result(result)
     chunks = json.loads((tmp_path / "latest" / "chunks.json").read_text(encoding="utf-8"))
     assert len({chunk["metadata"]["sourceUrl"] for chunk in chunks}) == 5

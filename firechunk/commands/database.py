@@ -139,7 +139,7 @@ def search(
         ),
     ] = 0.0,
     collection: SearchedCollection = None,
-    database: Annotated[DatabaseSettings, Without(*_EMBEDDER, "collection")] = DatabaseSettings(),
+    database: Annotated[DatabaseSettings, Without(*_EMBEDDER)] = DatabaseSettings(),
     as_json: Annotated[
         bool,
         typer.Option(
