@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
@@ -175,6 +175,7 @@ def test_the_nightly_is_scheduled_and_the_scheduler_logs_no_error(server):
         client.update_deployment_schedule(nightly.id, schedule.id, active=False)
 
     log = (server.root / "server.log").read_text()
+    print(f"Scheduled runs seen {time.monotonic() - server.deployed_at:.0f} s after deploy")
     assert runs, f"no Scheduled run of supabase-nightly {SCHEDULE_TIMEOUT:.0f} s after deploy"
     starts = sorted(run.expected_start_time.astimezone(UTC) for run in runs)
     assert all((start.hour, start.minute) == (3, 0) for start in starts), starts
@@ -319,26 +320,32 @@ def test_a_killed_worker_or_a_restarted_server_leaves_each_night_to_finish(
         [first] = nightly_runs(1, replay=crawl, data_dir=data_dir)
         assert wait_until(lambda: workers_of(started.descendants()), 180), started.log()
         [second] = nightly_runs(1, replay=crawl, data_dir=data_dir)
+        faults = {"worker killed mid-chunking": datetime.now(UTC)}
         started.kill()
         started.start()
         wait_until_state(first, FINAL)
         assert wait_until(lambda: workers_of(started.descendants()), 180), started.log()
         [third] = nightly_runs(1, replay=SAMPLE_CRAWL, data_dir=data_dir, load=True)
+        faults["server restarted mid-chunking"] = datetime.now(UTC)
         server.prefect.restart()
         assert wait_until(lambda: processes_naming(postgres), 240), started.log()
+        faults["worker killed mid-load"] = datetime.now(UTC)
         started.kill()
         started.start()
         runs = wait_until_final([first, second, third])
         log = started.log()
 
     first_run, restarted, loaded = runs
-    print(f"the night chunking as the server restarted: {restarted.state_name}")
+    for (fault, at), run in zip(faults.items(), runs, strict=True):
+        print(f"{fault}: {run.state_name} {(run.end_time - at).total_seconds():.0f} s later")
     assert (first_run.state_name, loaded.state_name) == ("Completed", "Completed"), log
     assert first_run.end_time <= restarted.start_time and restarted.end_time <= loaded.start_time
     assert published(data_dir) == newest_run(data_dir)
     assert published(data_dir) in database_holds(data_dir, server)
     assert not processes_naming(postgres)  # the load stopped its server
     assert notifications.about(first_run.id) == notifications.about(loaded.id) == []
+    server_log = (server.root / "server.log").read_text()
+    assert "NOT NULL constraint failed" not in server_log  # no event dropped by the restart
     if restarted.state_name == "Completed":
         assert notifications.about(restarted.id) == []
     else:
@@ -364,6 +371,7 @@ def test_a_cancelled_night_and_a_ghost_each_send_one_alert_and_the_next_night_ru
         [cancelled] = nightly_runs(1, replay=crawl, data_dir=data_dir)
         assert wait_until(lambda: workers_of(started.descendants()), 180), started.log()
         [ghost] = nightly_runs(1, replay=crawl, data_dir=data_dir)
+        cancelled_at = datetime.now(UTC)
         with get_client(sync_client=True) as client:
             client.set_flow_run_state(cancelled, Cancelling())
         wait_until_state(cancelled, {"Cancelled", "Completed", "Failed", "Crashed"})
@@ -377,6 +385,8 @@ def test_a_cancelled_night_and_a_ghost_each_send_one_alert_and_the_next_night_ru
         runs = wait_until_final([cancelled, ghost, after])
         log = started.log()
 
+    took = (runs[0].end_time - cancelled_at).total_seconds()
+    print(f"cancelled mid-chunking: {runs[0].state_name} {took:.0f} s later")
     print(f"ghost marked {crashed.state_name} {found_after:.0f} s after the kill")
     assert [run.state_name for run in runs] == ["Cancelled", "Crashed", "Completed"], log
     assert "heartbeat" in runs[1].state.message
