@@ -128,12 +128,25 @@ class Notifications:
         with self._lock:
             return [body for body in self._bodies if str(run_id) in json.dumps(body)]
 
+    def saying(self, text: str) -> list[dict[str, Any]]:
+        """The notifications whose subject holds `text`."""
+        with self._lock:
+            return [body for body in self._bodies if text in body.get("subject", "")]
+
     def wait_for(self, run_id: UUID, timeout: float = 90.0) -> list[dict[str, Any]]:
         """The notifications about the run once at least one has come, or none after
         `timeout`; then a few more seconds, so that a second one would be seen too."""
-        if wait_until(lambda: self.about(run_id), timeout):
+        return self._wait(lambda: self.about(run_id), timeout)
+
+    def wait_saying(self, text: str, timeout: float = 90.0) -> list[dict[str, Any]]:
+        """`wait_for`, for notifications whose subject holds `text`."""
+        return self._wait(lambda: self.saying(text), timeout)
+
+    @staticmethod
+    def _wait(found: Callable[[], list[dict[str, Any]]], timeout: float) -> list[dict[str, Any]]:
+        if wait_until(found, timeout):
             time.sleep(5)
-        return self.about(run_id)
+        return found()
 
     def close(self) -> None:
         self._httpd.shutdown()

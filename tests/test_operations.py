@@ -256,6 +256,21 @@ def fail_a_rebuild(server: Server, data_dir: Path):
     return run
 
 
+def test_a_nightly_that_is_never_created_is_reported(server, alerts):
+    """No supabase-nightly run comes after `firechunk automations` (as when the scheduler
+    fails, or the schedule is paused): once the window (shortened here to 36 s) has passed,
+    the alert says so, with the window as set."""
+    from firechunk.commands.automations import announce_applied
+
+    notifications, _, _ = alerts
+    with shortened(NIGHTLY_MISSED, timedelta(seconds=36)):
+        with get_client(sync_client=True) as client:
+            announce_applied(client)  # what the command sends: the first window opens
+        [notification] = notifications.wait_saying("no supabase-nightly run", timeout=150)
+    assert notification["subject"] == "firechunk: no supabase-nightly run for 0.01 h"
+    assert "schedule is active" in notification["body"]
+
+
 def test_the_not_finished_alert_says_its_window(server, alerts, tmp_path):
     """The subject is built from the automation's `within`, whatever it is set to: a run no
     worker takes is reported once the window (shortened here to 36 s) has passed."""
