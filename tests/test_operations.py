@@ -9,7 +9,10 @@ from the repository root, as the README's guide does. Then:
   2.1), and logs no error;
 - `firechunk automations`, run twice, leaves exactly the automations of automations/ on
   the server, sending through the notification block named (a webhook block pointed at a
-  local receiver: no internet); a rebuild that fails really sends the notification;
+  local receiver: no internet); a rebuild that fails really sends the notification, a
+  nightly never created and a run no worker takes are reported, each subject saying the
+  automation's window;
+- `manual-rebuild` runs on a `--run-once` worker and publishes what `firechunk chunk` gives;
 - two runs of supabase-nightly on one process worker run one after the other;
 - the faults of a real machine, each on runs of supabase-nightly replaying a crawl of our
   own (no network): the worker killed mid-chunking and mid-load, the server restarted
@@ -64,8 +67,12 @@ from tests.prefect_helpers import (
     ROOT,
     SAMPLE_CRAWL,
     PrefectServer,
+    artifacts_of,
+    chunk_ids,
+    expected_sample_ids,
     prefect_cli,
     prefect_env,
+    table_of,
 )
 from tests.test_embedded_postgres import processes_naming
 from tests.test_leftovers import big_crawl, workers_of
@@ -173,6 +180,7 @@ def test_the_nightly_is_scheduled_and_the_scheduler_logs_no_error(server):
             time.sleep(1)
         [schedule] = client.read_deployment_schedules(nightly.id)
         client.update_deployment_schedule(nightly.id, schedule.id, active=False)
+    assert schedule.active  # as prefect.yaml deployed it
 
     log = (server.root / "server.log").read_text()
     print(f"Scheduled runs seen {time.monotonic() - server.deployed_at:.0f} s after deploy")
@@ -258,30 +266,30 @@ def fail_a_rebuild(server: Server, data_dir: Path):
 
 def test_a_nightly_that_is_never_created_is_reported(server, alerts):
     """No supabase-nightly run comes after `firechunk automations` (as when the scheduler
-    fails, or the schedule is paused): once the window (shortened here to 36 s) has passed,
+    fails, or the schedule is paused): once the window (shortened here to 18 s) has passed,
     the alert says so, with the window as set."""
     from firechunk.commands.automations import announce_applied
 
     notifications, _, _ = alerts
-    with shortened(NIGHTLY_MISSED, timedelta(seconds=36)):
+    with shortened(NIGHTLY_MISSED, timedelta(seconds=18)):
         with get_client(sync_client=True) as client:
             announce_applied(client)  # what the command sends: the first window opens
         [notification] = notifications.wait_saying("no supabase-nightly run", timeout=150)
-    assert notification["subject"] == "firechunk: no supabase-nightly run for 0.01 h"
+    assert notification["subject"] == "firechunk: no supabase-nightly run for 0.005 h"
     assert "schedule is active" in notification["body"]
 
 
 def test_the_not_finished_alert_says_its_window(server, alerts, tmp_path):
     """The subject is built from the automation's `within`, whatever it is set to: a run no
-    worker takes is reported once the window (shortened here to 36 s) has passed."""
+    worker takes is reported once the window (shortened here to 18 s) has passed."""
     notifications, _, _ = alerts
-    with shortened(NOT_FINISHED, timedelta(seconds=36)):
+    with shortened(NOT_FINISHED, timedelta(seconds=18)):
         [run_id] = nightly_runs(1, replay=SAMPLE_CRAWL, data_dir=tmp_path / "data")
         # No worker: the run turns Late, which opens its window.
         [notification] = notifications.wait_for(run_id, timeout=120)
         with get_client(sync_client=True) as client:
             client.delete_flow_run(run_id)
-    assert notification["subject"].startswith("firechunk: rebuild not finished 0.01 h after")
+    assert notification["subject"].startswith("firechunk: rebuild not finished 0.005 h after")
     assert "is Late" in notification["subject"], notification["subject"]
 
 
@@ -309,6 +317,45 @@ def test_second_nightly_run_waits_for_the_first(server, tmp_path):
     assert nightly.parameters["crawl"]["max_wait"] == 14400
     form = nightly.parameter_openapi_schema["properties"]
     assert all(field.get("description") for field in form.values())
+
+
+def test_manual_rebuild_deployment_runs_on_a_process_worker(server, tmp_path):
+    """`manual-rebuild` on a replay of the sample, run by `prefect worker start --run-once`:
+    it publishes what `firechunk chunk` gives, with the dashboard's artifacts."""
+    data_dir = tmp_path / "data"
+    with get_client(sync_client=True) as client:
+        manual = client.read_deployment_by_name("rebuild/manual-rebuild")
+        nightly = client.read_deployment_by_name("rebuild/supabase-nightly")
+        flow_run = client.create_flow_run_from_deployment(
+            manual.id, parameters={"replay": str(SAMPLE_CRAWL), "data_dir": str(data_dir)}
+        )
+    once = prefect_cli("worker", "start", "--pool", POOL, "--run-once")
+    done = subprocess.run(
+        once, cwd=server.root, env=server.env, capture_output=True, text=True, timeout=300
+    )
+    with get_client(sync_client=True) as client:
+        finished = client.read_flow_run(flow_run.id)
+    artifacts = artifacts_of(flow_run.id)
+
+    assert finished.state_type == StateType.COMPLETED, (done.stdout + done.stderr)[-3000:]
+    assert "replay of crawl.json" in finished.name
+    assert {"rebuild-summary", "validation-report", "chunking-progress"} <= set(artifacts)
+    assert {"rebuild-outputs", "run-directory"} <= set(artifacts)
+    assert table_of(artifacts["rebuild-summary"])["published as latest"] == "yes"
+    assert artifacts["validation-report"].data.startswith("# Validation passed")
+    published_run = (data_dir / "latest").resolve()
+    assert published_run.parent == (data_dir / "runs").resolve()
+    assert chunk_ids(published_run / "chunks.json") == expected_sample_ids()
+
+    [schedule] = nightly.schedules
+    assert schedule.schedule.cron == "0 3 * * *" and schedule.schedule.timezone == "UTC"
+    assert nightly.parameters["crawl"]["site_url"] == "https://supabase.com/docs"
+    assert nightly.parameters["database"]["load"]
+    assert nightly.work_pool_name == manual.work_pool_name == POOL
+    assert manual.schedules == []
+    assert manual.pull_steps == [
+        {"prefect.deployments.steps.set_working_directory": {"directory": str(ROOT)}}
+    ]
 
 
 # -- the faults of a real machine --------------------------------------------------------------
