@@ -545,8 +545,8 @@ def test_help_documents_the_exit_codes():
 
 def test_a_crawl_job_that_never_completes_ends_the_rebuild_after_max_wait(tmp_path: Path):
     """The night ends with exit 3 and the job kept for the next run to resume, rather than
-    polling for ever while every later night queues behind it. 90 s bounds `--max-wait 30`
-    plus the temporary API's start; the crawl is never retried (its wait is spent)."""
+    polling for ever while every later night queues behind it; the crawl is never retried
+    (its wait is spent). 90 s bounds `--max-wait 10` plus the temporary API's start."""
     with FakeFirecrawl(served_pages(), api_key=CANARY_KEY, scraping_polls=10**6) as server:
         started = time.monotonic()
         result = _run(
@@ -554,14 +554,14 @@ def test_a_crawl_job_that_never_completes_ends_the_rebuild_after_max_wait(tmp_pa
             "rebuild",
             "--site", SITE,
             "--api-url", server.base_url,
-            "--max-wait", "30",
+            "--max-wait", "10",
             "--data-dir", str(tmp_path / "data"),
         )  # fmt: skip
         seconds = time.monotonic() - started
         start_calls = server.start_calls
     assert result.returncode == ExitCode.NETWORK, result.stderr
     last = result.stderr.strip().splitlines()[-1]  # after the flow's log lines
-    assert last.startswith("error: ") and "still 'scraping' after 30 s" in last, last
+    assert last.startswith("error: ") and "still 'scraping' after 10 s" in last, last
     assert "Traceback" not in result.stderr
     assert start_calls == 1
     [job] = (tmp_path / "data" / "jobs").glob("*.json")
