@@ -30,10 +30,12 @@ from pydantic import (
 class Stored:
     """A field the database keeps in a column of its own of `firechunk_chunks`, named
     `column`; `sql`: its type when the field's Python type does not say it (a UUID kept
-    in a str)."""
+    in a str); `whole`: a text the chunker bounds, stored whole (any other string is cut
+    at the loader's limit, `firechunk.db.runs.MAX_FIELD_CHARS`)."""
 
     column: str
     sql: str | None = None
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,12 +60,12 @@ class Overlap(BaseModel):
     """Context carried over from the previous chunk of the same page (not part of `text`)."""
 
     prev_chunk_id: str | None = None
-    text: Annotated[str, Stored("overlap_text")] = ""
+    text: Annotated[str, Stored("overlap_text", whole=True)] = ""
 
 
 class ChunkData(BaseModel):
     headers: Headers
-    text: Annotated[str, Stored("text")]
+    text: Annotated[str, Stored("text", whole=True)]
     overlap_text: Overlap = Field(default_factory=Overlap)
 
 

@@ -184,10 +184,7 @@ def read_chunks(path: Path) -> tuple[RunChunk, ...]:
 def _chunk(row: dict) -> RunChunk:
     """The row's fields the database keeps in columns (`Stored` in `schemas.chunk`), each
     under its column's name, made storable; its metadata; the hash of the whole row."""
-    stored = {
-        leaf.marker(Stored).column: _stored(leaf.marker(Stored).column, leaf.value_in(row))
-        for leaf in _STORED
-    }
+    stored = {marker.column: _stored(marker, leaf.value_in(row)) for marker, leaf in _STORED}
     return RunChunk(
         **stored,
         metadata=_storable(row["metadata"]),
@@ -195,16 +192,14 @@ def _chunk(row: dict) -> RunChunk:
     )
 
 
-_STORED = [leaf for leaf in chunk_leaves() if leaf.marker(Stored)]
-# Texts the chunker bounds: only their NULs go (every other string is cut too).
-_BOUNDED = frozenset({"text", "overlap_text"})
+_STORED = [(leaf.marker(Stored), leaf) for leaf in chunk_leaves() if leaf.marker(Stored)]
 
 
-def _stored(column: str, value: object) -> object:
-    """A value as Postgres takes it: text without NUL (`field_text` unless bounded), a list
-    of strings as a tuple of them, anything else as it is."""
+def _stored(stored: Stored, value: object) -> object:
+    """A value as Postgres takes it: text without NUL (and cut by `field_text` unless kept
+    whole), a list of strings as a tuple of them, anything else as it is."""
     if isinstance(value, str):
-        return without_nul(value) if column in _BOUNDED else field_text(value)
+        return without_nul(value) if stored.whole else field_text(value)
     if isinstance(value, list):
         return tuple(field_text(item) for item in value)
     return value
