@@ -7,7 +7,8 @@ Every other form of a chunk row is derived from these models: the Arrow schema o
 `chunks.parquet` from the fields' types (`firechunk.schemas.parquet`), the columns of the
 database table from the fields marked `Stored` (`firechunk.db.schema`), and the chunk
 columns the expectation suites check from the fields marked `Checked`
-(`firechunk.validate.tables`). A field added here reaches all of them; `chunk_leaves`
+(`firechunk.validate.tables`). A field added here reaches all of them (a new `Stored`
+one also needs a migration that adds its column, `firechunk.db.schema`); `chunk_leaves`
 walks the models for them.
 """
 
