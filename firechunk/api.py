@@ -231,8 +231,9 @@ def load(
     """
     require("psycopg", "pgvector", needed_by="firechunk.load")
     from firechunk.db.connect import connection, database_url
-    from firechunk.db.load import DEFAULT_MAX_SHRINK, load_run
+    from firechunk.db.load import load_run
     from firechunk.db.runs import published_run
+    from firechunk.settings import MAX_SHRINK
 
     data_dir, run_id = _run_of(Path(run))
     chosen = published_run(data_dir, run_id, collection)
@@ -243,7 +244,7 @@ def load(
             chosen,
             built,
             allow_shrink=allow_shrink,
-            max_shrink=DEFAULT_MAX_SHRINK if max_shrink is None else max_shrink,
+            max_shrink=MAX_SHRINK if max_shrink is None else max_shrink,
             force_older=force_older,
             only_if_latest=run_id == "latest",
             say=say,

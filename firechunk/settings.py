@@ -33,9 +33,25 @@ DEFAULT_ENCODING = "cl100k_base"
 # The least `keep_runs` allowed: the published run and the one before it, which a run that
 # started before the last publication may still be reading as its baseline.
 MIN_KEEP = 2
+# The shrink guard: the largest share of the last good run's pages or chunks a run may drop
+# and still be published (`firechunk.run.shrink`), and the default share of its rows a load
+# may remove from a collection, net (`firechunk load --max-shrink`, `firechunk.db.load`).
+# More needs `allow_shrink`.
+MAX_SHRINK = 0.2
+# Fewer characters than this left to chunk are chunked in the run's own process when the
+# run reuses pages or was not told how many workers to use: 2 MB is a few seconds of
+# chunking, about what starting worker processes (or connecting to a cluster) costs before
+# they chunk anything (`firechunk.run.stages`).
+INLINE_CHARS = 2_000_000
+DEFAULT_WORKERS = 2  # when not told, and there is more than INLINE_CHARS to chunk
 
 TaskRunnerKind = Literal["process", "dask"]
 EmbedderName = Literal["local", "openai"]
+
+
+def _percent(share: float) -> str:
+    """A share as the help says it: 0.2 is "20 %"."""
+    return f"{share * 100:g} %"
 
 
 @dataclass(frozen=True)
@@ -133,8 +149,9 @@ class RunSettings(_Section):
     workers: Annotated[int | None, Cli(metavar="N")] = Field(
         None,
         ge=1,
-        description="How many processes chunk pages side by side; empty for 2, or none (this "
-        "process) when under 2 MB of pages is left to chunk.",
+        description="How many processes chunk pages side by side; empty for "
+        f"{DEFAULT_WORKERS}, or none (this process) when under {INLINE_CHARS / 1e6:g} MB of "
+        "pages is left to chunk.",
     )
     batch_timeout: Annotated[float, Cli(metavar="SECONDS")] = Field(
         600,
@@ -165,8 +182,9 @@ class RunSettings(_Section):
     )
     allow_shrink: Annotated[bool, Cli()] = Field(
         False,
-        description="Publish a run that drops over 20 % of the last good run's pages or "
-        "chunks, and load one that shrinks its collection by over 20 % (net).",
+        description=f"Publish a run that drops over {_percent(MAX_SHRINK)} of the last good "
+        f"run's pages or chunks, and load one that shrinks its collection by over "
+        f"{_percent(MAX_SHRINK)} (net).",
     )
     allow_partial: Annotated[bool, Cli()] = Field(
         False, description="Chunk a crawl whose status is not 'completed'."

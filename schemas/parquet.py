@@ -9,23 +9,12 @@ object (`pyarrow.parquet.read_table(...).to_pylist() == json.load(chunks.json)`)
 the keys of `OMITTED_WHEN_NULL`: a chunk's JSON leaves them out rather than say null, and
 Parquet, whose rows all have every column, says null.
 
-| column                          | Arrow type                | meaning                        |
-|---------------------------------|---------------------------|--------------------------------|
-| chunk_id                        | string                    | UUIDv5 of canonical URL + text |
-| metadata.token_count            | int32                     | exact token count of data.text |
-| metadata.sourceUrl              | string                    | page the chunk came from       |
-| metadata.page_title             | string                    |                                |
-| metadata.breadcrumb             | list<string>              | the section holding the chunk  |
-| metadata.chunk_index            | int32                     | position in its page, from 0   |
-| metadata.source_lines           | fixed_size_list<int32>[2] | first, last line in the page   |
-| metadata.aliases                | list<string>              | other URLs of the same page    |
-| metadata.sections               | list<list<string>>        | heading path of each section   |
-| metadata.also_on                | list<struct<url, breadcrumb>> | pages whose copy was dropped |
-| metadata.kind                   | string, nullable          | "navigation", null for content |
-| data.headers.h1 / .h2           | string, nullable          | H1 / H2 at the first line      |
-| data.text                       | string                    | the chunk's text               |
-| data.overlap_text.prev_chunk_id | string, nullable          | previous chunk, same page      |
-| data.overlap_text.text          | string                    | context carried over from it   |
+Its schema is derived from the models of `schemas/chunk.py`, never written here: a nested
+model is a struct, `str` a string, `int` an int32, `list[X]` a list, `tuple[X, X]` a
+fixed-size list of 2, a `Literal` of strings a string, and a field that may be None a
+nullable column (every other column is not nullable). For example `metadata.source_lines`
+(`tuple[int, int]`) is `fixed_size_list<int32>[2]`, `metadata.also_on` (`list[AlsoOn]`)
+`list<struct<url: string, breadcrumb: list<string>>>`, `data.headers.h1` a nullable string.
 
 `pages.parquet`: one row per crawled URL (a `schemas.report.PageRecord`), flat columns:
 
@@ -48,77 +37,66 @@ Parquet, whose rows all have every column, says null.
 
 `headings` items: level int8, text string, line int32 (1-based line in the crawled page).
 
-A field added to `Chunk` or `PageRecord` must be added here too: `firechunk.run.write` refuses
-to write rows whose keys differ from these schemas rather than drop a field silently.
+A field added to `PageRecord` must be added here too: `firechunk.run.write` refuses to write
+rows whose keys differ from these schemas rather than drop a field silently.
 """
 
 from __future__ import annotations
 
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
+
 import pyarrow as pa
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from firechunk.schemas.chunk import Chunk, OmittedWhenNull, chunk_leaves
 
 _TEXT_LIST = pa.list_(pa.string())
 
-# Nullable columns whose key a chunk's JSON leaves out when null (`schemas.chunk`): the
-# JSON of a content chunk stays as it was before the field existed.
-OMITTED_WHEN_NULL = frozenset({"metadata.kind"})
+# The Arrow type of each Python type a chunk field holds (`arrow_type`).
+_ARROW_TYPES: dict[Any, pa.DataType] = {str: pa.string(), int: pa.int32()}
 
-CHUNKS_SCHEMA = pa.schema(
-    [
-        pa.field("chunk_id", pa.string(), nullable=False),
-        pa.field(
-            "metadata",
-            pa.struct(
-                [
-                    pa.field("token_count", pa.int32(), nullable=False),
-                    pa.field("sourceUrl", pa.string(), nullable=False),
-                    pa.field("page_title", pa.string(), nullable=False),
-                    pa.field("breadcrumb", _TEXT_LIST, nullable=False),
-                    pa.field("chunk_index", pa.int32(), nullable=False),
-                    pa.field("source_lines", pa.list_(pa.int32(), 2), nullable=False),
-                    pa.field("aliases", _TEXT_LIST, nullable=False),
-                    pa.field("sections", pa.list_(_TEXT_LIST), nullable=False),
-                    pa.field(
-                        "also_on",
-                        pa.list_(
-                            pa.struct(
-                                [
-                                    pa.field("url", pa.string(), nullable=False),
-                                    pa.field("breadcrumb", _TEXT_LIST, nullable=False),
-                                ]
-                            )
-                        ),
-                        nullable=False,
-                    ),
-                    pa.field("kind", pa.string()),
-                ]
-            ),
-            nullable=False,
-        ),
-        pa.field(
-            "data",
-            pa.struct(
-                [
-                    pa.field(
-                        "headers",
-                        pa.struct([pa.field("h1", pa.string()), pa.field("h2", pa.string())]),
-                        nullable=False,
-                    ),
-                    pa.field("text", pa.string(), nullable=False),
-                    pa.field(
-                        "overlap_text",
-                        pa.struct(
-                            [
-                                pa.field("prev_chunk_id", pa.string()),
-                                pa.field("text", pa.string(), nullable=False),
-                            ]
-                        ),
-                        nullable=False,
-                    ),
-                ]
-            ),
-            nullable=False,
-        ),
+
+def arrow_type(annotation: Any) -> pa.DataType:
+    """The Arrow type of a field of Python type `annotation`, None aside (`arrow_field`)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return pa.struct(model_fields(annotation))
+    if annotation in _ARROW_TYPES:
+        return _ARROW_TYPES[annotation]
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is list:
+        return pa.list_(arrow_type(args[0]))
+    if origin is tuple and len(set(args)) == 1:
+        return pa.list_(arrow_type(args[0]), len(args))
+    if origin is Literal and all(isinstance(value, str) for value in args):
+        return pa.string()
+    if origin in (Union, UnionType) and type(None) in args:
+        (kept,) = [arg for arg in args if arg is not type(None)]
+        return arrow_type(kept)
+    raise TypeError(f"no Arrow type for {annotation!r}: add it to schemas/parquet.py")
+
+
+def model_fields(model: type[BaseModel]) -> list[pa.Field]:
+    """One Arrow field per field of `model`, by its JSON key, nullable when it may be None."""
+    return [
+        pa.field(field.alias or name, arrow_type(field.annotation), nullable=_may_be_none(field))
+        for name, field in model.model_fields.items()
     ]
+
+
+def _may_be_none(field: FieldInfo) -> bool:
+    return get_origin(field.annotation) in (Union, UnionType) and type(None) in get_args(
+        field.annotation
+    )
+
+
+CHUNKS_SCHEMA = pa.schema(model_fields(Chunk))
+
+# Nullable columns whose key a chunk's JSON leaves out when null (`OmittedWhenNull` in
+# `schemas.chunk`): the JSON of a content chunk stays as it was before the field existed.
+OMITTED_WHEN_NULL = frozenset(
+    ".".join(leaf.path) for leaf in chunk_leaves() if leaf.marker(OmittedWhenNull)
 )
 
 PAGES_SCHEMA = pa.schema(

@@ -25,7 +25,7 @@ from firechunk.db.failures import redact
 from firechunk.db.runs import published_run
 from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
 from firechunk.layout import DataDir
-from firechunk.settings import DatabaseSettings
+from firechunk.settings import MAX_SHRINK, DatabaseSettings
 from firechunk.tasks.secrets import secret_or_env
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def load_database(
     `firechunk.db.load`); None when a newer run was published meanwhile. `max_shrink`:
     default, the load's."""
     # The database extra's modules, imported when a run is loaded, not with the flow.
-    from firechunk.db.load import DEFAULT_MAX_SHRINK, LoadSuperseded, load_run
+    from firechunk.db.load import LoadSuperseded, load_run
 
     logger = get_run_logger()
     url, source = secret_or_env(database.db_secret_block, DB_URL_ENV)
@@ -67,7 +67,7 @@ def load_database(
                 run,
                 built,
                 allow_shrink=allow_shrink,
-                max_shrink=DEFAULT_MAX_SHRINK if max_shrink is None else max_shrink,
+                max_shrink=MAX_SHRINK if max_shrink is None else max_shrink,
                 only_if_latest=True,
                 say=lambda message: logger.info("%s", redact(message)),
                 progress=_progress_logger(),

@@ -25,7 +25,7 @@ from firechunk.db.schema import _MIGRATIONS
 from firechunk.db.search import loaded_collections, search
 from firechunk.run.stages import run_here, start_run
 from firechunk.settings import RunSettings
-from tests.test_database import Counting, crawl_variant
+from tests.test_database import Counting, chunks_table_columns, crawl_variant, declared_columns
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDES = "https://docs.example.com/docs/guides/"
@@ -275,6 +275,8 @@ def test_a_version_1_database_keeps_its_rows_under_their_site(db, model, renamed
     result = load(db, data_dir, "a", counting)
     assert counting.embedded == 0 and not result.changed
     assert rows(db, data_dir, "docs.example.com/docs") == texts(data_dir, "a")
+    with connect(db, data_dir) as conn:  # migrated, it has the columns a new one has
+        assert chunks_table_columns(conn) == declared_columns()
 
 
 def firechunk(*args: str | bytes, data_dir: Path) -> subprocess.CompletedProcess:

@@ -26,6 +26,7 @@ from firechunk.cli import app
 from firechunk.db.connect import connect
 from firechunk.db.load import LoadRefused, load_run
 from firechunk.db.runs import RunNotLoadable, published_run
+from firechunk.db.schema import CHUNKS_COLUMNS, migrate
 from firechunk.db.search import search
 from firechunk.run.stages import run_here, start_run
 from firechunk.schemas.publish import RunStatus
@@ -127,6 +128,28 @@ def test_first_load_then_the_same_run_again_changes_and_embeds_nothing(db, runs,
         assert row == ("a", model.model, 384, len(expected))
         norms = conn.execute("select vector_norm(embedding) from firechunk_vectors").fetchall()
         assert all(abs(norm - 1) < 1e-3 for (norm,) in norms)
+
+
+def chunks_table_columns(conn) -> dict[str, str]:
+    """The columns of firechunk_chunks a load writes (all but the generated `fts`), with
+    their types as the loader declares them (`text[]`, not Postgres's `_text`)."""
+    rows = conn.execute(
+        "select column_name, udt_name from information_schema.columns "
+        "where table_name = 'firechunk_chunks' and column_name != 'fts'"
+    ).fetchall()
+    return {name: "text[]" if udt == "_text" else udt for name, udt in rows}
+
+
+def declared_columns() -> dict[str, str]:
+    return {column.name: column.sql for column in CHUNKS_COLUMNS}
+
+
+def test_a_new_database_has_the_columns_derived_from_the_chunk(db, tmp_path):
+    """`schemas/chunk.py` (its `Stored` fields) and the loader's own columns declare what
+    the table holds; the migrations must make exactly that."""
+    with connect(db, tmp_path) as conn:
+        migrate(conn, 384)
+        assert chunks_table_columns(conn) == declared_columns()
 
 
 def test_a_changed_page_embeds_only_its_new_chunks(db, runs, model):

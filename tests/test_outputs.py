@@ -107,7 +107,8 @@ def test_a_key_missing_from_the_schema_stops_the_write(tmp_path):
 
 
 def test_schemas_name_every_field_of_the_models():
-    """A field added to Chunk or PageRecord must be added to schemas/parquet.py too."""
+    """A field added to Chunk reaches the Parquet schema; one added to PageRecord must be
+    added to schemas/parquet.py too."""
     chunk_json = clean_run().chunks[0].to_json()
     assert (
         _field_names(pa.struct(list(CHUNKS_SCHEMA))) == _key_names(chunk_json) | OMITTED_WHEN_NULL

@@ -20,7 +20,7 @@ from firechunk.commands.checks import check_writable_dir
 from firechunk.commands.exits import CommandError
 from firechunk.commands.options import DataDir
 from firechunk.commands.settings_options import Without, with_settings
-from firechunk.settings import DatabaseSettings
+from firechunk.settings import MAX_SHRINK, DatabaseSettings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -90,7 +90,7 @@ def load(
             help="Largest net share of the collection's rows a load may remove (deleted "
             "minus added).",
         ),
-    ] = 0.2,
+    ] = MAX_SHRINK,
     force_older: Annotated[
         bool,
         typer.Option("--force-older", help="Load a run older than the one the collection holds."),

@@ -190,34 +190,127 @@ def fail(error: Exception) -> NoReturn:
 def classify(error: BaseException) -> tuple[ExitCode, str] | None:
     """The exit code and line prefix of a known failure; None for anything else (a bug).
 
-    Modules are looked up in sys.modules, not imported: an error can only come from a
-    module that was loaded, and a failing `crawl` must not pay for importing Prefect.
+    Of the known types `error` is an instance of, the one nearest its own class wins
+    (`MissingApiKeyError` before the `CrawlError` it is a kind of), whatever the table's
+    order.
     """
     if isinstance(error, CommandError):
         return error.code, "error: "
-    for module, name, code, prefix in _KNOWN:
-        kind = getattr(sys.modules.get(module), name, None)
-        if isinstance(kind, type) and isinstance(error, kind):
-            return code, prefix
-    return None
+    matches = [known for known in loaded_known_failures() if isinstance(error, known.kind)]
+    if not matches:
+        return None
+    mro = type(error).__mro__
+    nearest = min(matches, key=lambda known: mro.index(known.kind))
+    return nearest.code, nearest.prefix
 
 
-# (module, exception class, exit code, prefix), the more specific before the more general.
-_KNOWN: tuple[tuple[str, str, ExitCode, str], ...] = (
-    ("firechunk.tasks.run", "RunNotPublished", ExitCode.FAILED, ""),
-    ("firechunk.run.stages", "RunSuperseded", ExitCode.FAILED, "error: "),
-    ("firechunk.db.load", "LoadRefused", ExitCode.FAILED, "refused: "),
-    ("firechunk.crawl.errors", "MissingApiKeyError", ExitCode.BAD_INPUT, "error: "),
-    ("firechunk.crawl.errors", "CrawlError", ExitCode.NETWORK, "error: "),
-    ("firechunk.crawlfile", "CrawlFileError", ExitCode.BAD_INPUT, "error: "),
-    ("firechunk.run.baseline", "BaselineError", ExitCode.BAD_INPUT, "error: "),
-    ("firechunk.db.runs", "RunNotLoadable", ExitCode.BAD_INPUT, "error: "),
-    ("firechunk.db.failures", "NotAPostgresUrl", ExitCode.BAD_INPUT, "error: "),
-    ("firechunk.db.failures", "DatabaseError", ExitCode.NETWORK, "error: "),
-    ("firechunk.db.embedded", "EmbeddedUnavailable", ExitCode.BAD_INPUT, "error: "),
-    ("firechunk.db.embedded", "EmbeddedError", ExitCode.NETWORK, "error: "),
-    ("firechunk.embedders", "EmbedderError", ExitCode.NETWORK, "error: "),
-)
+class KnownFailure(NamedTuple):
+    """An exception type the person running a command can act on: its exit code and the
+    prefix of its one line."""
+
+    kind: type[Exception]
+    code: ExitCode
+    prefix: str
+
+
+def loaded_known_failures() -> list[KnownFailure]:
+    """The known failures of every module of `KNOWN_FAILURES` that is loaded.
+
+    An error can only come from a module that was loaded, so a module that was not is not
+    imported: a failing `crawl` must not pay for importing Prefect, nor `chunk` need the
+    database extra.
+    """
+    return [
+        known
+        for module, failures in KNOWN_FAILURES.items()
+        if module in sys.modules
+        for known in failures()
+    ]
+
+
+def _tasks_run() -> list[KnownFailure]:
+    from firechunk.tasks.run import RunNotPublished
+
+    return [KnownFailure(RunNotPublished, ExitCode.FAILED, "")]
+
+
+def _run_stages() -> list[KnownFailure]:
+    from firechunk.run.stages import RunSuperseded
+
+    return [KnownFailure(RunSuperseded, ExitCode.FAILED, "error: ")]
+
+
+def _db_load() -> list[KnownFailure]:
+    from firechunk.db.load import LoadRefused
+
+    return [KnownFailure(LoadRefused, ExitCode.FAILED, "refused: ")]
+
+
+def _crawl_errors() -> list[KnownFailure]:
+    from firechunk.crawl.errors import CrawlError, MissingApiKeyError
+
+    return [
+        KnownFailure(MissingApiKeyError, ExitCode.BAD_INPUT, "error: "),
+        KnownFailure(CrawlError, ExitCode.NETWORK, "error: "),
+    ]
+
+
+def _crawlfile() -> list[KnownFailure]:
+    from firechunk.crawlfile import CrawlFileError
+
+    return [KnownFailure(CrawlFileError, ExitCode.BAD_INPUT, "error: ")]
+
+
+def _run_baseline() -> list[KnownFailure]:
+    from firechunk.run.baseline import BaselineError
+
+    return [KnownFailure(BaselineError, ExitCode.BAD_INPUT, "error: ")]
+
+
+def _db_runs() -> list[KnownFailure]:
+    from firechunk.db.runs import RunNotLoadable
+
+    return [KnownFailure(RunNotLoadable, ExitCode.BAD_INPUT, "error: ")]
+
+
+def _db_failures() -> list[KnownFailure]:
+    from firechunk.db.failures import DatabaseError, NotAPostgresUrl
+
+    return [
+        KnownFailure(NotAPostgresUrl, ExitCode.BAD_INPUT, "error: "),
+        KnownFailure(DatabaseError, ExitCode.NETWORK, "error: "),
+    ]
+
+
+def _db_embedded() -> list[KnownFailure]:
+    from firechunk.db.embedded import EmbeddedError, EmbeddedUnavailable
+
+    return [
+        KnownFailure(EmbeddedUnavailable, ExitCode.BAD_INPUT, "error: "),
+        KnownFailure(EmbeddedError, ExitCode.NETWORK, "error: "),
+    ]
+
+
+def _embedders() -> list[KnownFailure]:
+    from firechunk.embedders import EmbedderError
+
+    return [KnownFailure(EmbedderError, ExitCode.NETWORK, "error: ")]
+
+
+# The known failures, by the module that defines their types (a test checks each type is
+# defined there, so the key cannot drift from the import).
+KNOWN_FAILURES: dict[str, Callable[[], list[KnownFailure]]] = {
+    "firechunk.tasks.run": _tasks_run,
+    "firechunk.run.stages": _run_stages,
+    "firechunk.db.load": _db_load,
+    "firechunk.crawl.errors": _crawl_errors,
+    "firechunk.crawlfile": _crawlfile,
+    "firechunk.run.baseline": _run_baseline,
+    "firechunk.db.runs": _db_runs,
+    "firechunk.db.failures": _db_failures,
+    "firechunk.db.embedded": _db_embedded,
+    "firechunk.embedders": _embedders,
+}
 
 
 # What an OSError's errno says of the machine rather than of firechunk: the disk written

@@ -43,28 +43,24 @@ from firechunk.activity import doing
 from firechunk.db.runs import PublishedRun, RunChunk
 from firechunk.db.schema import (
     CHUNKS,
+    CHUNKS_COLUMNS,
     SYNC,
     VECTORS,
+    Column,
     column_dimensions,
     migrate,
     set_dimensions,
 )
 from firechunk.embedders import Embedder
+from firechunk.settings import MAX_SHRINK
 from firechunk.words import counted
 
-DEFAULT_MAX_SHRINK = 0.2
 # The schema's lock (creating and migrating tables), then one per collection: loads of
 # different collections run side by side, two loads of one collection one after the other.
 _SCHEMA_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'))"
 COLLECTION_LOCK = "select pg_advisory_xact_lock(hashtext('firechunk load'), hashtext(%s))"
-_COLUMNS = (
-    "chunk_id, collection, url, title, h1, h2, breadcrumb, heading, text, token_count, "
-    "chunk_index, overlap_text, metadata, row_sha256, embedded_sha256"
-)
-_TYPES = [
-    "uuid", "text", "text", "text", "text", "text", "text[]", "text", "text", "int4", "int4",
-    "text", "jsonb", "text", "text",
-]  # fmt: skip
+_COLUMNS = ", ".join(column.name for column in CHUNKS_COLUMNS)
+_TYPES = [column.sql for column in CHUNKS_COLUMNS]
 _VECTOR_COLUMNS = "collection, chunk_id, window_index, embedding"
 _VECTOR_TYPES = ["text", "uuid", "int2", "vector"]
 
@@ -111,7 +107,7 @@ def load_run(
     embedder: Embedder,
     *,
     allow_shrink: bool = False,
-    max_shrink: float = DEFAULT_MAX_SHRINK,
+    max_shrink: float = MAX_SHRINK,
     force_older: bool = False,
     only_if_latest: bool = False,
     say: Callable[[str], None] = print,
@@ -371,39 +367,32 @@ def _apply(
 
 
 def _row(collection: str, chunk: RunChunk) -> tuple:
-    return (
-        uuid.UUID(chunk.chunk_id), collection, chunk.url, chunk.title, chunk.h1, chunk.h2,
-        list(chunk.breadcrumb), chunk.heading, chunk.text, chunk.token_count,
-        chunk.chunk_index, chunk.overlap_text, Jsonb(chunk.metadata), chunk.row_sha256,
-        chunk.embedded_sha256,
-    )  # fmt: skip
+    """The chunk's values in the order of `CHUNKS_COLUMNS`, as psycopg writes them."""
+    return tuple(_value(column, collection, chunk) for column in CHUNKS_COLUMNS)
 
 
-_UPDATE = f"""update {CHUNKS} set
-    url = %(url)s, title = %(title)s, h1 = %(h1)s, h2 = %(h2)s, breadcrumb = %(breadcrumb)s,
-    heading = %(heading)s, token_count = %(token_count)s, chunk_index = %(chunk_index)s,
-    overlap_text = %(overlap_text)s, metadata = %(metadata)s, row_sha256 = %(row_sha256)s,
-    embedded_sha256 = %(embedded_sha256)s
-    where collection = %(collection)s and chunk_id = %(chunk_id)s"""
+def _value(column: Column, collection: str, chunk: RunChunk) -> object:
+    """A column's value: the collection's name, else the `RunChunk` attribute of its name."""
+    value = collection if column.name == "collection" else getattr(chunk, column.name)
+    adapt = _ADAPT.get(column.sql)
+    return adapt(value) if adapt else value
+
+
+# How psycopg is handed a value of these SQL types (binary COPY needs the exact type).
+_ADAPT: dict[str, Callable[[object], object]] = {"uuid": uuid.UUID, "text[]": list, "jsonb": Jsonb}
+# An update finds a row by its key and never rewrites its text: the id is made from it.
+_KEY = ("collection", "chunk_id")
+_UPDATED = [column for column in CHUNKS_COLUMNS if column.name not in (*_KEY, "text")]
+_KEY_COLUMNS = [column for column in CHUNKS_COLUMNS if column.name in _KEY]
+_UPDATE = (
+    f"update {CHUNKS} set "
+    + ", ".join(f"{column.name} = %({column.name})s" for column in _UPDATED)
+    + " where collection = %(collection)s and chunk_id = %(chunk_id)s"
+)
 
 
 def _update_params(collection: str, chunk: RunChunk) -> dict:
-    return {
-        "collection": collection,
-        "chunk_id": chunk.chunk_id,
-        "url": chunk.url,
-        "title": chunk.title,
-        "h1": chunk.h1,
-        "h2": chunk.h2,
-        "breadcrumb": list(chunk.breadcrumb),
-        "heading": chunk.heading,
-        "token_count": chunk.token_count,
-        "chunk_index": chunk.chunk_index,
-        "overlap_text": chunk.overlap_text,
-        "metadata": Jsonb(chunk.metadata),
-        "row_sha256": chunk.row_sha256,
-        "embedded_sha256": chunk.embedded_sha256,
-    }
+    return {column.name: _value(column, collection, chunk) for column in (*_KEY_COLUMNS, *_UPDATED)}
 
 
 def _record(conn: psycopg.Connection, result: LoadResult, run: PublishedRun) -> None:

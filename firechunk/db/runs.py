@@ -28,6 +28,7 @@ import orjson
 from firechunk.layout import RUN_ID, DataDir, RunDir
 from firechunk.run.collection import collection_of_urls, legacy_site, run_collection
 from firechunk.run.history import run_started
+from firechunk.schemas.chunk import Stored, chunk_leaves
 
 # Longer strings (a title, a heading, a URL) are cut: no real one comes near, and Postgres
 # indexes and full-text columns have limits. A chunk's text is bounded by the chunker.
@@ -181,22 +182,27 @@ def read_chunks(path: Path) -> tuple[RunChunk, ...]:
 
 
 def _chunk(row: dict) -> RunChunk:
-    meta, data = row["metadata"], row["data"]
-    headers = data["headers"]
+    """The row's fields the database keeps in columns (`Stored` in `schemas.chunk`), each
+    under its column's name, made storable; its metadata; the hash of the whole row."""
+    stored = {marker.column: _stored(marker, leaf.value_in(row)) for marker, leaf in _STORED}
     return RunChunk(
-        chunk_id=row["chunk_id"],
-        url=field_text(meta["sourceUrl"]),
-        title=field_text(meta["page_title"]),
-        h1=field_text(headers["h1"]) if headers.get("h1") is not None else None,
-        h2=field_text(headers["h2"]) if headers.get("h2") is not None else None,
-        breadcrumb=tuple(field_text(title) for title in meta.get("breadcrumb", [])),
-        text=without_nul(data["text"]),
-        token_count=meta["token_count"],
-        chunk_index=meta["chunk_index"],
-        overlap_text=without_nul(data.get("overlap_text", {}).get("text", "")),
-        metadata=_storable(meta),
+        **stored,
+        metadata=_storable(row["metadata"]),
         row_sha256=hashlib.sha256(orjson.dumps(row, option=orjson.OPT_SORT_KEYS)).hexdigest(),
     )
+
+
+_STORED = [(leaf.marker(Stored), leaf) for leaf in chunk_leaves() if leaf.marker(Stored)]
+
+
+def _stored(stored: Stored, value: object) -> object:
+    """A value as Postgres takes it: text without NUL (and cut by `field_text` unless kept
+    whole), a list of strings as a tuple of them, anything else as it is."""
+    if isinstance(value, str):
+        return without_nul(value) if stored.whole else field_text(value)
+    if isinstance(value, list):
+        return tuple(field_text(item) for item in value)
+    return value
 
 
 def without_nul(text: str) -> str:

@@ -25,11 +25,22 @@ table holds, not against this row, so a skipped night heals.
 
 `firechunk_schema`: the schema version; `migrate` brings an older database up to date.
 Version 2 turned version 1's `site` into the collection: its rows stay under their site.
+
+The columns a load writes into `firechunk_chunks` are declared once, in `CHUNKS_COLUMNS`:
+the chunk's fields marked `Stored` in `schemas/chunk.py` (their SQL type from their Python
+type), then the loader's own. The migrations are what they were when each version was
+made, never edited; a field newly marked `Stored` needs a migration that adds its column,
+and `tests/test_database.py` holds the migrated table to `CHUNKS_COLUMNS`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, get_args, get_origin
+
 import psycopg
+
+from firechunk.schemas.chunk import Stored, chunk_leaves
 
 CHUNKS = "firechunk_chunks"
 VECTORS = "firechunk_vectors"
@@ -38,6 +49,48 @@ SCHEMA_VERSION = 2
 # The longest title and text the full-text column reads: a tsvector holds at most 1 MB.
 FTS_TITLE_CHARS = 2_000
 FTS_TEXT_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of `firechunk_chunks` a load writes: its name and its type as COPY and
+    the table spell it (`text`, `int4`, `text[]`, `uuid`, `jsonb`)."""
+
+    name: str
+    sql: str
+
+
+# The SQL type of each Python type a stored chunk field holds (None aside: `_sql_type`).
+_SQL_TYPES: dict[Any, str] = {str: "text", int: "int4", list[str]: "text[]"}
+
+
+def _sql_type(annotation: Any) -> str:
+    if get_origin(annotation) is not None and type(None) in get_args(annotation):
+        (annotation,) = [arg for arg in get_args(annotation) if arg is not type(None)]
+    return _SQL_TYPES[annotation]
+
+
+def stored_columns() -> list[Column]:
+    """The chunk's fields kept in columns of their own, in the chunk's field order."""
+    columns = []
+    for leaf in chunk_leaves():
+        stored = leaf.marker(Stored)
+        if stored is not None:
+            columns.append(Column(stored.column, stored.sql or _sql_type(leaf.annotation)))
+    return columns
+
+
+# What the loader adds to a chunk's fields: its collection, its breadcrumb as one line
+# (`heading`, which full-text search weighs), the whole metadata as JSONB, and the hashes
+# that tell which rows changed and which need embedding again.
+LOADER_COLUMNS = (
+    Column("collection", "text"),
+    Column("heading", "text"),
+    Column("metadata", "jsonb"),
+    Column("row_sha256", "text"),
+    Column("embedded_sha256", "text"),
+)
+CHUNKS_COLUMNS: tuple[Column, ...] = (*stored_columns(), *LOADER_COLUMNS)
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from firechunk.run.citations import cite
 from firechunk.run.outcomes import StoredDraft, StoredOutcome
 from firechunk.run.plan import PlannedPage
-from firechunk.run.rows import check_row_shape, duplicates_of, page_rows
+from firechunk.run.rows import duplicates_of, page_rows
 from firechunk.run.titles import page_problem, recorded_title
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.report import (
@@ -100,7 +100,6 @@ class _Pass:
     warnings: list[str] = field(default_factory=list)
     quarantine: list[QuarantineRecord] = field(default_factory=list)
     set_aside: list[SetAsidePage] = field(default_factory=list)
-    shape_checked: bool = False
 
 
 def assemble(
@@ -183,9 +182,6 @@ def _add_page(
         cited=cited,
         also_on=state.also_on,
     )
-    if rows and not state.shape_checked:
-        check_row_shape(rows[0])
-        state.shape_checked = True
     kept = [draft for draft, earlier in zip(drafts, repeats, strict=True) if earlier is None]
     facts = [_facts(row, draft, url) for row, draft in zip(rows, kept, strict=True)]
     digests = state.sink.add_rows(rows)

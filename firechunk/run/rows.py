@@ -1,7 +1,7 @@
 """A chunked page's rows: which of its drafts are kept, their ids, and each kept chunk's JSON.
 
 `firechunk.run.assemble` builds every run's rows with these. A row is the chunk's JSON object
-exactly as `schemas.chunk.Chunk.to_json()` gives it (`check_row_shape` holds them together).
+exactly as `schemas.chunk.Chunk.to_json()` gives it: the model makes it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from firechunk.chunker.page import DraftChunk
-from firechunk.schemas.chunk import Chunk
+from firechunk.schemas.chunk import AlsoOn, Chunk, ChunkData, ChunkMetadata, Headers, Overlap
 from firechunk.schemas.report import DuplicateChunk
 
 # Fixed forever: changing it would change every chunk id.
@@ -100,42 +100,30 @@ def chunk_row(
     *,
     also_on: list[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The chunk's JSON object; `previous` is the kept chunk before it on its page (its id
-    and draft), whose overlap text this chunk carries; `url` is the URL it cites. A
-    chunk's `kind` is in its metadata only when it has one (`schemas.chunk.ChunkMetadata`)."""
-    metadata = {
-        "token_count": draft.tokens,
-        "sourceUrl": url,
-        "page_title": title,
-        "breadcrumb": list(draft.breadcrumb),
-        "chunk_index": index,
-        "source_lines": list(draft.source_lines),
-        "aliases": list(aliases),
-        "sections": [list(path) for path in draft.sections],
-        "also_on": [dict(entry) for entry in also_on],
-    }
-    if draft.kind is not None:
-        metadata["kind"] = draft.kind
-    return {
-        "chunk_id": row_id,
-        "metadata": metadata,
-        "data": {
-            "headers": {"h1": draft.h1, "h2": draft.h2},
-            "text": draft.text,
-            "overlap_text": {
-                "prev_chunk_id": previous[0] if previous else None,
-                "text": previous[1].overlap if previous else "",
-            },
-        },
-    }
-
-
-def check_row_shape(row: dict[str, Any]) -> None:
-    """The rows are built here, not by the model: a field added to `Chunk` must stop the run
-    rather than go missing from the files."""
-    expected = Chunk.model_validate(row).to_json()
-    if expected != row:
-        raise ValueError(
-            "firechunk.run.rows builds chunk rows that differ from firechunk.schemas.chunk.Chunk: "
-            f"{sorted(expected)} vs {sorted(row)}; update chunk_row"
-        )
+    """The chunk's JSON object, made by the model (`schemas.chunk.Chunk`), so its keys,
+    their order and a `kind` left out when None are the model's; `previous` is the kept
+    chunk before it on its page (its id and draft), whose overlap text this chunk carries;
+    `url` is the URL it cites."""
+    return Chunk(
+        chunk_id=row_id,
+        metadata=ChunkMetadata(
+            token_count=draft.tokens,
+            source_url=url,
+            page_title=title,
+            breadcrumb=list(draft.breadcrumb),
+            chunk_index=index,
+            source_lines=draft.source_lines,
+            aliases=list(aliases),
+            sections=[list(path) for path in draft.sections],
+            also_on=[AlsoOn.model_validate(entry) for entry in also_on],
+            kind=draft.kind,
+        ),
+        data=ChunkData(
+            headers=Headers(h1=draft.h1, h2=draft.h2),
+            text=draft.text,
+            overlap_text=Overlap(
+                prev_chunk_id=previous[0] if previous else None,
+                text=previous[1].overlap if previous else "",
+            ),
+        ),
+    ).to_json()

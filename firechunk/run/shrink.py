@@ -20,8 +20,6 @@ import polars as pl
 from firechunk.layout import RunDir
 from firechunk.run.changes import baseline_chunk_rows, read_changes
 
-DEFAULT_MAX_SHRINK = 0.2
-
 
 def shrink_problem(
     run_dir: Path, baseline_dir: Path, max_shrink: float, *, count_chunks: bool = True

@@ -61,24 +61,17 @@ from firechunk.run.collection import declared, run_collection
 from firechunk.run.executors import Executor, in_process, results_of
 from firechunk.run.manifest import write_manifest
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
-from firechunk.run.shrink import DEFAULT_MAX_SHRINK, shrink_problem
+from firechunk.run.shrink import shrink_problem
 from firechunk.run.write import ChunkFileWriter, write_page_files
 from firechunk.schemas.changes import ChangeSet
 from firechunk.schemas.job import CrawlTarget
 from firechunk.schemas.publish import PublishResult, RunStatus
 from firechunk.schemas.report import ChunkReport
 from firechunk.schemas.validation import ValidationOutcome
-from firechunk.settings import RunSettings
+from firechunk.settings import DEFAULT_WORKERS, INLINE_CHARS, MAX_SHRINK, RunSettings
 from firechunk.validate.set_aside import pages_to_set_aside
 from firechunk.validate.suites import SUITES_DIR, record_outcome, validate_tables
 from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
-
-# Fewer characters than this left to chunk are chunked in this process when the run reuses
-# pages or was not told how many workers to use: 2 MB is a few seconds of chunking, about
-# what starting worker processes (or connecting to a cluster) costs before they chunk
-# anything.
-INLINE_CHARS = 2_000_000
-DEFAULT_WORKERS = 2  # when not told, and there is more than INLINE_CHARS to chunk
 
 Progress = Callable[[int, int], None]  # (pages chunked so far, pages to chunk)
 
@@ -373,7 +366,7 @@ def publish_stage(start: RunStart, outcome: ValidationOutcome) -> PublishResult:
         if outcome.success and start.baseline_dir is not None and not start.settings.allow_shrink:
             same = _same_limits(start.settings, start.baseline_dir)
             problem = shrink_problem(
-                start.run_dir, start.baseline_dir, DEFAULT_MAX_SHRINK, count_chunks=same
+                start.run_dir, start.baseline_dir, MAX_SHRINK, count_chunks=same
             )
             if problem is not None:
                 return refuse(

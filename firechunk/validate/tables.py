@@ -31,7 +31,7 @@ from firechunk.atomic import atomic_write
 from firechunk.chunker.headings import heading_key, heading_lines
 from firechunk.chunker.page import content_hash
 from firechunk.layout import RunDir
-from firechunk.schemas.chunk import Chunk
+from firechunk.schemas.chunk import Checked, Chunk, chunk_leaves
 from firechunk.schemas.report import ChunkRun, DuplicateChunk, PageRecord
 from firechunk.tokens import TokenCounter
 from firechunk.urls import page_url
@@ -47,18 +47,11 @@ ID_COLUMNS: dict[str, list[str]] = {
 # of the chunked page; `pages` and `headers`: the URL as crawled).
 PAGE_URL_COLUMN = {"chunks": "sourceUrl", "pages": "url", "headers": "url"}
 
-CHUNK_COLUMNS = [
-    "chunk_id",
-    "sourceUrl",
-    "page_title",
-    "h1",
-    "h2",
-    "chunk_index",
-    "token_count",
-    "token_recount",
-    "text_hash",
-    "prev_chunk_link",
-]
+# The chunks table: the chunk's fields marked `Checked` (`schemas.chunk`), under their JSON
+# keys, then the values computed across rows (`chunk_rows`).
+CHECKED_FIELDS = [leaf for leaf in chunk_leaves() if leaf.marker(Checked)]
+COMPUTED_CHUNK_COLUMNS = ["token_recount", "text_hash", "prev_chunk_link"]
+CHUNK_COLUMNS = [leaf.key for leaf in CHECKED_FIELDS] + COMPUTED_CHUNK_COLUMNS
 PAGE_COLUMNS = [
     "url",
     "canonical_url",
@@ -80,7 +73,8 @@ HEADER_COLUMNS = ["url", "status", "level", "heading", "line", "coverage"]
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass is slow to make, and runs make 1000s
 class ChunkFacts:
-    """One chunk as the suites see it: its metadata and what its text says, not the text."""
+    """One chunk as the suites see it: its metadata and what its text says, not the text.
+    Each field marked `Checked` in `schemas.chunk` is an attribute of the same name."""
 
     chunk_id: str
     source_url: str  # the page's canonical URL (`rows.page_url`), not the one it cites
@@ -160,16 +154,11 @@ def read_tables(run_dir: Path) -> dict[str, pl.DataFrame]:
 
 
 def chunk_rows(facts: list[ChunkFacts]) -> list[dict]:
+    """One row per chunk: each checked field, from the `ChunkFacts` attribute of its name."""
     page_of = {chunk.chunk_id: chunk.source_url for chunk in facts}
     return [
-        {
-            "chunk_id": chunk.chunk_id,
-            "sourceUrl": chunk.source_url,
-            "page_title": chunk.page_title,
-            "h1": chunk.h1,
-            "h2": chunk.h2,
-            "chunk_index": chunk.chunk_index,
-            "token_count": chunk.token_count,
+        {leaf.key: getattr(chunk, leaf.name) for leaf in CHECKED_FIELDS}
+        | {
             "token_recount": chunk.token_recount,
             "text_hash": chunk.text_hash,
             "prev_chunk_link": prev_chunk_link(chunk, page_of),
