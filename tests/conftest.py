@@ -62,7 +62,7 @@ TEST_MARKS = {
 }
 # Each of these makes a test slow.
 COSTS = ("prefect", "database", "embedder", "processes", "validation", "deployment", "corpus")
-SLOW_SECONDS = 3.0
+SLOW_SECONDS = 5.0
 
 
 def pytest_collection_modifyitems(config, items):
