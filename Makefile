@@ -8,11 +8,6 @@ DEMO   ?= data/demo
 
 .PHONY: demo test test-fast lint format bench wheel-check lock clean
 
-# The inner loop, under a minute: the chunker, the schemas of its rows, the command line.
-FAST_TESTS := $(addprefix tests/test_,$(addsuffix .py,blocks boundaries cleanup sections \
-	section_packing packing overlap syntax sizer heading_properties properties chunk_rows \
-	words cli_help cli_startup search_output packaging))
-
 $(STAMP): pyproject.toml requirements.lock
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11-3.13 is required ($(PYTHON) not found)"; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' \
@@ -32,8 +27,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# The inner loop, under a minute: every test not marked slow. The marks say where a test's
+# cost comes from (a Prefect server, the embedded Postgres, the real embedder, processes of
+# the command, whole validated runs, the corpus); tests/conftest.py sets them.
 test-fast: $(STAMP)
-	PROPERTY_EXAMPLES=15 $(BIN)/python -m pytest -q $(FAST_TESTS)
+	PROPERTY_EXAMPLES=15 $(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
