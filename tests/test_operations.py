@@ -461,10 +461,10 @@ def test_a_cancelled_night_and_a_ghost_each_send_one_alert_and_the_next_night_ru
     assert [run.state_name for run in runs] == ["Cancelled", "Crashed", "Completed"], log
     assert "heartbeat" in runs[1].state.message
     assert published(data_dir) == newest_run(data_dir)
-    subjects = [[n["subject"] for n in notifications.wait_for(run.id)] for run in runs]
+    subjects = [[n["subject"] for n in notifications.wait_for(run.id)] for run in runs[:2]]
     assert len(subjects[0]) == 1 and "rebuild Cancelled" in subjects[0][0], subjects
     assert len(subjects[1]) == 1 and "rebuild Crashed" in subjects[1][0], subjects
-    assert subjects[2] == []
+    assert notifications.about(runs[2].id) == []  # the alerts above came in the meantime
 
 
 def nightly_runs(count: int, *, replay: Path, data_dir: Path, load: bool = False) -> list[UUID]:
@@ -514,7 +514,7 @@ def events_of(flow_run_id: UUID) -> set[str]:
 
     def names() -> set[str]:
         with get_client(sync_client=True) as client:
-            page = client.read_events(EventFilter(resource=resource), limit=200)
+            page = client.read_events(EventFilter(resource=resource), limit=50)
         return {event.event for event in page.events}
 
     wait_until(lambda: names() & final, 60, every=1)
