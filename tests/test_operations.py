@@ -72,6 +72,7 @@ from tests.prefect_helpers import (
     artifacts_of,
     chunk_ids,
     expected_sample_ids,
+    logs_of,
     prefect_cli,
     prefect_env,
     table_of,
@@ -410,6 +411,8 @@ def test_a_killed_worker_or_a_restarted_server_leaves_each_night_to_finish(
     assert published(data_dir) in database_holds(data_dir, server)
     assert not processes_naming(postgres)  # the load stopped its server
     assert notifications.about(first_run.id) == notifications.about(loaded.id) == []
+    # Its logs went on reaching the dashboard after its worker was gone.
+    assert any("Finished in state Completed" in line for line in logs_of(first_run.id))
     # What the automations act on: each run's final state reached the event feed, even
     # with the server's SQLite event writer dropping a batch it retries after a restart.
     for run in runs:
