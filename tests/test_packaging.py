@@ -131,6 +131,15 @@ def test_a_missing_extra_is_one_line_and_exit_2(tmp_path, missing, args, line):
     assert not (tmp_path / "data" / "runs").exists()  # refused before any run started
 
 
+def test_a_load_with_the_openai_embedder_needs_no_local_embedder(tmp_path):
+    """The embedder extra is asked for only when the local embedder embeds."""
+    args = ["rebuild", "--replay", str(ROOT / "data/sample/crawl.json"), "--load"]
+    args += ["--embedder", "openai", "--base-url", "http://127.0.0.1:9", "--data-dir", "data"]
+    done = _without(["onnxruntime"], args, tmp_path)
+    assert "embedder extra" not in done.stderr, done.stderr
+    assert done.returncode in (2, 3), done.stderr  # no key, or no embedding API, not a bug
+
+
 def test_the_library_names_the_extra(tmp_path):
     script = (
         "import sys\n"

