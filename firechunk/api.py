@@ -33,6 +33,7 @@ from firechunk.chunker.split import Limits
 from firechunk.extras import require
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.report import ChunkRun as ChunkedCrawl
+from firechunk.settings import token_limits
 from firechunk.tokens import DEFAULT_ENCODING, HuggingFaceSizer, Sizer
 from firechunk.tokens import TokenCounter as TiktokenSizer
 
@@ -57,13 +58,20 @@ __all__ = [
 ]
 
 
+_NOT_GIVEN: Any = None
+
+
 @dataclass(frozen=True)
 class ChunkConfig:
     """How pages are chunked. The defaults are what `firechunk chunk` uses, so a default
     config gives the chunks of the command line.
 
     - `soft_tokens`: chunks are packed up to this size; `hard_tokens`: no chunk is larger;
-      `min_tokens`: a fragment smaller than this joins a neighbour.
+      `min_tokens`: a fragment smaller than this joins a neighbour. They are the run
+      settings' fields (`firechunk.settings.RunSettings`), defaults and checks included: a
+      limit not given is its default lowered to the limit above it when that is smaller
+      (`ChunkConfig(hard_tokens=500)` is soft 500, min 100), and limits out of order raise
+      the run settings' `ValidationError` (a `ValueError`).
     - `overlap`: whether a chunk carries the last heading and sentence of the chunk before
       it on its page (`overlap_text`, at most `overlap_tokens`; never part of its text).
       Off, `overlap_text.text` is empty; `prev_chunk_id` still links the chunks.
@@ -74,9 +82,10 @@ class ChunkConfig:
       (names in `CLEANUP_RULES`, e.g. {"page_toc"}).
     """
 
-    soft_tokens: int = Limits.soft
-    hard_tokens: int = Limits.hard
-    min_tokens: int = Limits.min_tokens
+    # None: not given, set in __post_init__ from the run settings (`token_limits`).
+    soft_tokens: int = _NOT_GIVEN
+    hard_tokens: int = _NOT_GIVEN
+    min_tokens: int = _NOT_GIVEN
     overlap: bool = True
     overlap_tokens: int = Limits.overlap
     encoding: str = DEFAULT_ENCODING
@@ -88,11 +97,9 @@ class ChunkConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cleanup_off", frozenset(self.cleanup_off))
-        if not 0 < self.min_tokens <= self.soft_tokens <= self.hard_tokens:
-            raise ValueError(
-                "ChunkConfig needs 0 < min_tokens <= soft_tokens <= hard_tokens, got "
-                f"{self.min_tokens}, {self.soft_tokens}, {self.hard_tokens}"
-            )
+        limits = token_limits(self.soft_tokens, self.hard_tokens, self.min_tokens)
+        for name, value in zip(("soft_tokens", "hard_tokens", "min_tokens"), limits, strict=True):
+            object.__setattr__(self, name, value)
         if self.overlap and self.overlap_tokens < 1:
             raise ValueError(f"overlap_tokens must be at least 1, got {self.overlap_tokens}")
         if unknown := sorted(self.cleanup_off - set(RULES)):

@@ -20,7 +20,7 @@ Kept free of Prefect, typer and the chunker: the command line imports it at star
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -211,13 +211,25 @@ class RunSettings(_Section):
         check_keep(keep)
         return keep
 
+    @model_validator(mode="before")
+    @classmethod
+    def _unset_limits_follow(cls, data: Any) -> Any:
+        """A token limit not given is its field's default, lowered to the limit above it
+        when that is smaller: `hard_tokens=500` alone is soft 500, min 100; `hard_tokens=50`
+        is soft 50, min 50. A limit given is never changed (900 soft over 800 hard is an
+        error), and the defaults are unchanged when the limit above is at least as large."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, above in (("soft_tokens", "hard_tokens"), ("min_tokens", "soft_tokens")):
+            limit = data.get(above, cls.model_fields[above].default)
+            if name not in data and type(limit) is int and limit >= 1:
+                data[name] = min(cls.model_fields[name].default, limit)
+        return data
+
     @model_validator(mode="after")
     def _limits_in_order(self) -> RunSettings:
-        if not self.min_tokens <= self.soft_tokens <= self.hard_tokens:
-            raise ValueError(
-                "the token limits need min_tokens <= soft_tokens <= hard_tokens, got "
-                f"{self.min_tokens}, {self.soft_tokens}, {self.hard_tokens}"
-            )
+        check_token_limits(self.soft_tokens, self.hard_tokens, self.min_tokens)
         return self
 
 
@@ -301,3 +313,23 @@ def check_keep(keep: int) -> None:
     """0 keeps every run, else at least `MIN_KEEP`."""
     if keep != 0 and keep < MIN_KEEP:
         raise ValueError(f"keep_runs must be 0 (keep every run) or at least {MIN_KEEP}, got {keep}")
+
+
+def check_token_limits(soft_tokens: int, hard_tokens: int, min_tokens: int) -> None:
+    """The token limits are in order: min_tokens <= soft_tokens <= hard_tokens."""
+    if not min_tokens <= soft_tokens <= hard_tokens:
+        raise ValueError(
+            "the token limits need min_tokens <= soft_tokens <= hard_tokens, got "
+            f"{min_tokens}, {soft_tokens}, {hard_tokens}"
+        )
+
+
+def token_limits(
+    soft_tokens: int | None = None, hard_tokens: int | None = None, min_tokens: int | None = None
+) -> tuple[int, int, int]:
+    """(soft, hard, min) as `RunSettings` takes them, for a caller of the chunker that is no
+    run (`firechunk.ChunkConfig`): a limit left None is not given, and follows as it does in
+    the run settings; bad limits raise the run settings' own `ValidationError`."""
+    given = {"soft_tokens": soft_tokens, "hard_tokens": hard_tokens, "min_tokens": min_tokens}
+    settings = RunSettings(**{name: value for name, value in given.items() if value is not None})
+    return settings.soft_tokens, settings.hard_tokens, settings.min_tokens

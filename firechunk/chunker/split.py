@@ -17,14 +17,14 @@ from firechunk.chunker.sections import HeadingPath, Section
 from firechunk.chunker.sizer import Sizer
 from firechunk.settings import RunSettings
 
-_DEFAULT = RunSettings()  # the token limits' defaults are the run settings'
+_FIELDS = RunSettings.model_fields  # the token limits' defaults are the run settings' fields'
 
 
 @dataclass(frozen=True)
 class Limits:
-    soft: int = _DEFAULT.soft_tokens
-    hard: int = _DEFAULT.hard_tokens
-    min_tokens: int = _DEFAULT.min_tokens  # fragments below this merge with a neighbour (pass 3)
+    soft: int = _FIELDS["soft_tokens"].default
+    hard: int = _FIELDS["hard_tokens"].default
+    min_tokens: int = _FIELDS["min_tokens"].default  # fragments below this merge (pass 3)
     overlap: int = 100  # at most this many tokens of overlap text
 
 
