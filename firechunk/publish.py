@@ -33,6 +33,16 @@ from firechunk.settings import check_run_id
 SHRINK_GUARD = "publish/shrink_guard"  # in status.json's failed_expectations: `refuse`d
 
 
+class RunNotPublished(RuntimeError):
+    """The run failed validation, the shrink guard refused it, or `latest` moved to another
+    run while it ran: it is kept in runs/, marked failed or superseded, and was not
+    published. The command says `format_result` in one line and exits 1."""
+
+    def __init__(self, message: str, result: PublishResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 @contextmanager
 def failure_recorded(run_dir: Path, run_id: str) -> Iterator[None]:
     """Mark the run failed, with the error, if the `with` block raises; then re-raise."""

@@ -153,13 +153,6 @@ class RunSettings(_Section):
         f"{DEFAULT_WORKERS}, or none (this process) when under {INLINE_CHARS / 1e6:g} MB of "
         "pages is left to chunk.",
     )
-    batch_timeout: Annotated[float, Cli(metavar="SECONDS")] = Field(
-        600,
-        gt=0,
-        description="Seconds the chunk stage waits for the next batch of pages to come back "
-        "from its workers; past it the run fails rather than hang (a worker or a Dask "
-        "cluster lost, a task runner that lost track of its work).",
-    )
     encoding: Annotated[str, Cli(metavar="NAME")] = Field(
         DEFAULT_ENCODING, description="The tiktoken encoding that counts tokens."
     )

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -40,6 +40,9 @@ from firechunk.schemas.report import ChunkReport, QuarantineRecord
 from firechunk.schemas.validation import ValidationOutcome
 from firechunk.tasks.trend_chart import trend_svg
 
+if TYPE_CHECKING:
+    from firechunk.db.load import LoadResult
+
 SUMMARY_KEY = "rebuild-summary"
 VALIDATION_KEY = "validation-report"
 OUTPUTS_KEY = "rebuild-outputs"
@@ -52,6 +55,7 @@ SIZES_KEY = "rebuild-chunk-sizes"
 TREND_KEY = "rebuild-trend"
 TREND_CHART_KEY = "rebuild-trend-chart"
 
+MODEL_CHARS = 60  # of the model's name in a table: a longer one is cut with "…"
 TREND_RUNS = 14  # two weeks of nights
 OBSERVED_CHARS = 12  # of an observed value in the validation table; longer ones go below it
 MAX_ROWS = 200  # of a URL table: a first run adds every page, thousands of them
@@ -74,12 +78,10 @@ def report_to_dashboard(
     seconds: dict[str, float],
     result: PublishResult | None = None,
     removed: list[str] | None = None,
-    trend: bool = True,
 ) -> None:
-    """The summary table always; once validated (passed or not) the validation report, the
-    trend of the last nights (unless `trend` is false: the rebuild draws it last, once it
-    knows what the database holds), and where the files are.
-    `removed`: the old runs and raw crawls the rebuild removed after publishing."""
+    """The summary table always; once validated (passed or not) the validation report and
+    where the files are (the trend comes last, with what the database holds:
+    `tasks.database`). `removed`: the old runs and raw crawls the night removed."""
     create_table_artifact(
         summary_rows(report, seconds, result, removed),
         key=SUMMARY_KEY,
@@ -93,9 +95,6 @@ def report_to_dashboard(
         key=VALIDATION_KEY,
         description="Great Expectations results of this run",
     )
-    data_dir = RunDir(run_dir).data_dir
-    if trend and data_dir is not None:  # a run of a data directory, beside its others
-        trend_to_dashboard(data_dir.path, collection=report.collection)
     create_markdown_artifact(
         outputs_markdown(result), key=OUTPUTS_KEY, description="Where this run's files are"
     )
@@ -391,3 +390,61 @@ def sizes_markdown(buckets: list[Bucket]) -> str:
         bar = "█" * round(BAR_WIDTH * bucket.chunks / widest)
         lines.append(f"| {bucket.label} | {bucket.chunks} | {share} | {bar} |")
     return "\n".join(lines) + "\n"
+
+
+def run_summary(report: ChunkReport) -> str:
+    """One log line with the run's page and chunk counts."""
+    return (
+        f"{report.pages_in} pages in: {report.pages_chunked} chunked, "
+        f"{report.pages_aliased} aliases, {report.pages_quarantined} quarantined -> "
+        f"{report.chunks_out} chunks, {report.duplicate_chunks_dropped} duplicate chunks dropped"
+    )
+
+
+def changes_rows(changes: ChangeSet) -> list[dict[str, Any]]:
+    """Measure and value, counts as numbers (the URLs are in `tasks.artifacts.report_pages`)."""
+    rows: list[tuple[str, Any]] = [
+        ("collection", changes.collection or "–"),
+        ("baseline run", changes.baseline or "none: every chunk is an upsert"),
+        ("full rebuild", "yes" if changes.full else "no"),
+        ("full replacement", changes.full_replacement_reason or "no"),
+        ("pages chunked", changes.pages_rechunked),
+        ("pages reused from the baseline", changes.pages_reused),
+        ("chunk ids to upsert", len(changes.upsert)),
+        ("chunk ids to delete", len(changes.delete)),
+        ("pages added", len(changes.pages_added)),
+        ("pages changed", len(changes.pages_changed)),
+        ("pages removed", len(changes.pages_removed)),
+    ]
+    return [{"measure": name, "value": value} for name, value in rows]
+
+
+def short_model(model: str) -> str:
+    """The model's name without the description of its build that may follow it in
+    parentheses, cut to MODEL_CHARS: short enough for a table cell, which the dashboard
+    cuts off at its width rather than wrap."""
+    name = model.split(" (", 1)[0].strip() or model
+    return name if len(name) <= MODEL_CHARS else name[: MODEL_CHARS - 1] + "…"
+
+
+def load_description(result: LoadResult) -> str:
+    """The load artifact's description, which wraps: the model in full on a line of its own."""
+    return f"What the load changed.\n\nModel: {result.model} ({result.dimensions} dimensions)"
+
+
+def load_rows(result: LoadResult) -> list[dict[str, Any]]:
+    """The load artifact's table: numbers as numbers, every cell short enough to fit at
+    1400 px (the model in full is in the description)."""
+    return [
+        {"figure": "collection", "value": result.collection},
+        {"figure": "rows inserted", "value": result.inserted},
+        {"figure": "rows updated", "value": result.updated},
+        {"figure": "rows deleted", "value": result.deleted},
+        {"figure": "chunks embedded", "value": result.embedded},
+        {"figure": "chunks held", "value": result.chunks},
+        {"figure": "seconds", "value": result.seconds},
+        {"figure": "run", "value": result.run_id},
+        {"figure": "previous run", "value": result.previous_run_id or "none"},
+        {"figure": "model", "value": short_model(result.model)},
+        {"figure": "dimensions", "value": result.dimensions},
+    ]

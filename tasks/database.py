@@ -14,9 +14,6 @@ the night; the artifact says so.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -27,43 +24,10 @@ from firechunk.db.connect import DB_URL_ENV
 from firechunk.db.held import Held, current_collection, read_held, sync_state, utc_minute
 from firechunk.run.history import RunRow, list_runs
 from firechunk.settings import DatabaseSettings
-from firechunk.tasks.artifacts import trend_to_dashboard
-from firechunk.tasks.load import short_model
+from firechunk.tasks.artifacts import short_model, trend_to_dashboard
 from firechunk.tasks.secrets import secret_or_env
 
 DATABASE_KEY = "rebuild-database"
-
-
-@dataclass
-class Night:
-    """What the flow has got to: the run it started, once it has one."""
-
-    run_id: str | None = None
-
-
-@contextlib.contextmanager
-def database_reported(
-    data_dir: Path, database: DatabaseSettings, collection: str | None = None
-) -> Iterator[Night]:
-    """Run the night's block, then put the database and the trend of `collection` (the
-    night's doc set) on the dashboard, also when the block raised (before the exception
-    fails the flow run). Not when it was interrupted (Ctrl-C, a cancellation): that night
-    is being stopped, not reported."""
-    night = Night()
-    try:
-        yield night
-    except Exception:
-        _report(data_dir, night, database, collection)
-        raise
-    _report(data_dir, night, database, collection)
-
-
-def _report(
-    data_dir: Path, night: Night, database: DatabaseSettings, collection: str | None
-) -> None:
-    # The state, not the result: a failure to report must neither fail a good night nor
-    # hide why a bad one failed.
-    database_to_dashboard(data_dir, night.run_id, database, collection, return_state=True)
 
 
 @task(name="report-database", cache_policy=NO_CACHE)

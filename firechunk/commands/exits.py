@@ -228,16 +228,19 @@ def loaded_known_failures() -> list[KnownFailure]:
     ]
 
 
-def _tasks_run() -> list[KnownFailure]:
-    from firechunk.tasks.run import RunNotPublished
+def _publish() -> list[KnownFailure]:
+    from firechunk.publish import RunNotPublished
 
     return [KnownFailure(RunNotPublished, ExitCode.FAILED, "")]
 
 
 def _run_stages() -> list[KnownFailure]:
-    from firechunk.run.stages import RunSuperseded
+    from firechunk.run.stages import RunNotStarted, RunSuperseded
 
-    return [KnownFailure(RunSuperseded, ExitCode.FAILED, "error: ")]
+    return [
+        KnownFailure(RunSuperseded, ExitCode.FAILED, "error: "),
+        KnownFailure(RunNotStarted, ExitCode.BAD_INPUT, "error: "),
+    ]
 
 
 def _db_load() -> list[KnownFailure]:
@@ -300,7 +303,7 @@ def _embedders() -> list[KnownFailure]:
 # The known failures, by the module that defines their types (a test checks each type is
 # defined there, so the key cannot drift from the import).
 KNOWN_FAILURES: dict[str, Callable[[], list[KnownFailure]]] = {
-    "firechunk.tasks.run": _tasks_run,
+    "firechunk.publish": _publish,
     "firechunk.run.stages": _run_stages,
     "firechunk.db.load": _db_load,
     "firechunk.crawl.errors": _crawl_errors,

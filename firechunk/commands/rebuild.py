@@ -1,12 +1,13 @@
-"""`firechunk rebuild`: run the Prefect rebuild flow here and now, no server to set up.
+"""`firechunk rebuild`: crawl (or replay a saved crawl), chunk, validate, publish, and
+load: the pipeline (`firechunk.pipeline`), run here and now, no server to set up.
 
-Crawl (or replay a saved crawl), chunk on parallel workers, validate, publish: the same flow
-the nightly deployment runs. With no PREFECT_API_URL configured, a temporary local API
-serves the run and stops afterwards; with one, the run shows on that dashboard. The
-temporary API and the chunking workers die with the command however it ends, even by
-SIGKILL or the OOM killer (`tasks.runners`), so a killed night leaves no memory taken.
+By default it runs in this process, its progress on the terminal. With `--prefect` (the
+default when PREFECT_API_URL is set) it runs as the `rebuild` flow the deployments run,
+each stage a task run on that API's dashboard; with no API configured, Prefect starts its
+own temporary one. The chunking workers die with the command however it ends, SIGKILL and
+the OOM killer included (`firechunk.run.executors`).
 
-Prefect is imported inside the command, so other commands start without paying for it.
+Prefect is imported only for a run on it, so other commands start without paying for it.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from typing import Annotated
 
 import typer
 
-from firechunk.activity import doing
 from firechunk.commands.checks import check_data_dir, check_resolves, check_url
 from firechunk.commands.exits import CommandError, debugging
 from firechunk.commands.options import DataDir, RunId
 from firechunk.commands.settings_options import with_settings
 from firechunk.crawl import DEFAULT_API_URL
+from firechunk.pipeline import FIRECRAWL_KEY_ENV, Request
+from firechunk.schemas.publish import PublishResult
 from firechunk.settings import CrawlSettings, DatabaseSettings, RunSettings, check_run_id
 
 
@@ -34,7 +36,16 @@ def rebuild(
             metavar="FILE",
             help="A saved crawl (Firecrawl's result shape, e.g. data/raw/<id>/crawl.json): "
             "rebuild from it with no network and no API key.",
-            exists=True,  # checked before Prefect starts: a typo costs no API start-up
+            exists=True,
+        ),
+    ] = None,
+    prefect: Annotated[
+        bool | None,
+        typer.Option(
+            "--prefect/--here",
+            help="Run as the Prefect `rebuild` flow, on PREFECT_API_URL's dashboard (the "
+            "default when that variable is set), or in this process.",
+            show_default=False,
         ),
     ] = None,
     crawl: CrawlSettings = CrawlSettings(),
@@ -43,52 +54,70 @@ def rebuild(
     data_dir: DataDir = Path("data"),
     run_id: RunId = None,
 ) -> None:
-    """Crawl (or replay), chunk, validate and publish: the rebuild flow, run locally."""
-    # The temporary API's telemetry has nowhere to go on an offline machine, and says so
-    # with an ERROR line on every run.
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from firechunk.commands.rebuild_checks import (
-        check_secret_block,
-        key_is_missing,
-        quiet_known_tracebacks,
-    )
-
-    # Before Prefect starts: a typo, a bad file or a missing key costs no start-up.
+    """Crawl (or replay), chunk, validate, publish and optionally load."""
+    # Before anything runs: a typo, a bad file or a missing key costs nothing.
     _check_inputs(crawl, run, replay, data_dir, run_id)
     _check_extras(database, run.task_runner)
-    target = None if replay is not None else crawl.target()
-    if target is not None and key_is_missing(target, data_dir):
-        check_secret_block(crawl.secret_block)  # no server started: said first, offline too
-    if target is not None:  # Prefect would retry the crawl task for minutes on a bad name
-        check_resolves(crawl.api_url or DEFAULT_API_URL, "Firecrawl API URL")
-    from firechunk.tasks.temporary_api import reporting_to, temporary_api, wait_until_answering
-    from firechunk.validate.suites import import_gx
-
-    # Started from the main thread, which lives as long as the command, before the flow's
-    # modules are imported: the server boots while they load.
-    with temporary_api() as api:
-        with doing("rebuild", "starting Prefect's temporary API", lambda: "nothing changed"):
-            from firechunk.flows.rebuild import rebuild as rebuild_flow
-
-            if not debugging():
-                quiet_known_tracebacks()
-            if api is not None:
-                import_gx()
-            wait_until_answering(api)
-        with reporting_to(api):
-            # A crawl error, a refused publish or a bug: `firechunk.commands.exits` says it.
-            result = rebuild_flow(
-                crawl=crawl,
-                run=run,
-                database=database,
-                replay=replay,
-                data_dir=data_dir,
-                run_id=run_id,
-            )
+    request = Request(
+        run=run, crawl=crawl, database=database, replay=replay, data_dir=data_dir, run_id=run_id
+    )
+    if prefect is None:
+        prefect = bool(os.environ.get("PREFECT_API_URL"))
+    if replay is None:
+        _check_crawl(request, on_prefect=prefect)
+    result = _on_prefect(request) if prefect else _here(request)
     from firechunk.publish import format_result
 
     typer.echo(format_result(result))
     typer.echo(f"outputs in {result.run_dir}/ (and {result.latest} -> that run)")
+
+
+def _here(request: Request) -> PublishResult:
+    """The pipeline in this process; a run not published exits 1 after its line."""
+    from firechunk.commands.terminal import Terminal
+    from firechunk.pipeline import run_pipeline
+    from firechunk.publish import RunNotPublished, format_result
+
+    night = run_pipeline(request, listener=Terminal())
+    assert night.result is not None, "a run of a data directory is published or refused"
+    if not night.result.published:
+        raise RunNotPublished(format_result(night.result), night.result)
+    return night.result
+
+
+def _on_prefect(request: Request) -> PublishResult:
+    """The `rebuild` flow, on the configured API (or Prefect's temporary one)."""
+    # A temporary API's telemetry has nowhere to go on an offline machine, and says so
+    # with an ERROR line on every run.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from firechunk.commands.rebuild_checks import quiet_known_tracebacks
+    from firechunk.flows.rebuild import rebuild as rebuild_flow
+
+    if not debugging():
+        quiet_known_tracebacks()
+    # A crawl error, a refused publish or a bug: `firechunk.commands.exits` says it.
+    return rebuild_flow(
+        crawl=request.crawl,
+        run=request.run,
+        database=request.database,
+        replay=request.replay,
+        data_dir=request.data_dir,
+        run_id=request.run_id,
+    )
+
+
+def _check_crawl(request: Request, *, on_prefect: bool) -> None:
+    """A crawl needs a key (from the environment, or on Prefect from its Secret block)
+    and a Firecrawl API whose name resolves (Prefect would retry a bad name for minutes)."""
+    from firechunk.commands.rebuild_checks import check_secret_block, missing_key
+    from firechunk.crawl.runner import needs_api_key
+
+    crawl = request.crawl
+    if not os.environ.get(FIRECRAWL_KEY_ENV) and needs_api_key(crawl.target(), request.data_dir):
+        if not on_prefect:
+            raise missing_key(crawl.secret_block, on_prefect=False)
+        check_secret_block(crawl.secret_block)
+    check_resolves(crawl.api_url or DEFAULT_API_URL, "Firecrawl API URL")
 
 
 def _check_inputs(

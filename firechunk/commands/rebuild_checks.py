@@ -9,52 +9,34 @@ the deployments read first.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import sqlite3
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from firechunk.commands.exits import CommandError, ExitCode, classify
 from firechunk.commands.interrupts import quiet
-from firechunk.crawl.runner import needs_api_key
-from firechunk.schemas.job import CrawlTarget
-
-if TYPE_CHECKING:
-    from prefect.settings import Settings
-
-API_KEY_ENV = "FIRECRAWL_API_KEY"
-_SQLITE = "sqlite+aiosqlite:///"
+from firechunk.pipeline import FIRECRAWL_KEY_ENV as API_KEY_ENV
 
 
-def key_is_missing(target: CrawlTarget, data_dir: Path) -> bool:
-    """Whether the crawl needs a key the environment does not hold (the Secret block is
-    still to be asked, see `check_secret_block`)."""
-    return not os.environ.get(API_KEY_ENV) and needs_api_key(target, data_dir)
-
-
-def missing_key(secret_block: str) -> CommandError:
+def missing_key(secret_block: str, on_prefect: bool = True) -> CommandError:
+    where = (
+        f"create the Prefect Secret block {secret_block!r} (what the deployments read first) "
+        f"or set {API_KEY_ENV}"
+        if on_prefect
+        else f"set {API_KEY_ENV} (or run --prefect with the Prefect Secret block {secret_block!r})"
+    )
     return CommandError(
-        f"no Firecrawl API key: create the Prefect Secret block {secret_block!r} (what the "
-        f"deployments read first) or set {API_KEY_ENV}; a saved crawl rebuilds without "
-        "one (--replay CRAWL.json)",
+        f"no Firecrawl API key: {where}; a saved crawl rebuilds without one (--replay CRAWL.json)",
         ExitCode.BAD_INPUT,
     )
 
 
 def check_secret_block(secret_block: str) -> None:
-    """Refuse the run at once when the Secret block holds no key either, asked without
-    starting any server: with no PREFECT_API_URL, the database the temporary API would
-    serve is read directly; with one, that server is asked, briefly. When neither can
-    tell (another database, a schema this code does not know), the crawl task asks."""
+    """Refuse the run at once when the configured Prefect API's Secret block holds no key
+    either (asked briefly). With no API configured, Prefect's temporary one would start
+    with no blocks: no key. When the server will not say, the crawl task asks."""
     from prefect.settings import get_current_settings
 
-    settings = get_current_settings()
-    if settings.api.url:
-        found = _block_on_server(str(settings.api.url), secret_block)
-    else:
-        found = _block_in_local_database(settings, secret_block)
+    api_url = get_current_settings().api.url
+    found = _block_on_server(str(api_url), secret_block) if api_url else False
     if found is False:
         raise missing_key(secret_block)
 
@@ -90,32 +72,6 @@ def _block_on_server(api_url: str, secret_block: str) -> bool | None:
             ExitCode.NETWORK,
         ) from None
     return bool(document.data.get("value"))
-
-
-def _block_in_local_database(settings: Settings, secret_block: str) -> bool | None:
-    """Whether the database the temporary API would serve (under PREFECT_HOME) holds the
-    Secret block, read directly: no file, no block. None when that cannot be told (not a
-    SQLite file, or one this query does not fit). Values are stored encrypted, so a block
-    counts as holding a key."""
-    url = settings.server.database.connection_url
-    url = url.get_secret_value() if url is not None else ""
-    if not url.startswith(_SQLITE):
-        return None
-    database = url.removeprefix(_SQLITE).split("?", 1)[0]
-    if database in ("", ":memory:") or not Path(database).is_file():
-        return False
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
-            row = db.execute(_SECRET_BLOCK_QUERY, (secret_block,)).fetchone()
-    except sqlite3.Error:
-        return None
-    return row is not None
-
-
-_SECRET_BLOCK_QUERY = (
-    "select 1 from block_document d join block_type t on t.id = d.block_type_id "
-    "where t.slug = 'secret' and d.name = ? and not d.is_anonymous limit 1"
-)
 
 
 class _NoKnownTracebacks(logging.Filter):

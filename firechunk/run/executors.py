@@ -4,8 +4,8 @@ The per-page work (`firechunk.run.outcomes.chunk_pages`) is a plain picklable fu
 over a batch of pages, so any executor can run it. An `Executor` takes the batches and
 yields each batch's outcomes as it finishes, in any order; the chunk stage
 (`firechunk.run.stages.chunk_stage`) is handed one. Here are this process (`in_process`)
-and a pool of forked processes (`process_pool`); the Prefect flows hand it their task
-runner instead (`tasks.chunk.on_task_runner`), a process pool or a Dask cluster.
+a pool of forked processes (`process_pool`) and a Dask cluster (`dask_cluster`);
+`executor_for` picks the one a run's settings name, for every way of running the pipeline.
 
 Every worker process dies with the process that started it (`die_with_parent`), however
 that one ends: a worker left behind by a killed run keeps its memory, so an OOM-killed night
@@ -23,12 +23,14 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.run.outcomes import PackedOutcome, chunk_pages
 from firechunk.run.plan import PageInput
+from firechunk.settings import DEFAULT_WORKERS, RunSettings
 from firechunk.tokens import Sizer, get_encoding
 
 # Each executor takes the batches, the encoding (a tiktoken encoding's name, or a library
@@ -113,6 +115,17 @@ def _start_worker(parent: int) -> None:
     ignore_interrupts()
 
 
+def _start_method() -> str:
+    """Fork while this process runs one thread (the command): the workers start at once,
+    with the tokenizer loaded. Spawn when it runs more (a Prefect flow's event loop and
+    log shipping): a fork copies only the calling thread, so a lock another thread held
+    would stay held in the worker for ever; a spawned worker pays its imports instead, a
+    second or two against the minutes of work that start workers at all."""
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
 def in_process(
     batches: list[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
 ) -> Iterator[list[PackedOutcome]]:
@@ -134,7 +147,7 @@ def process_pool(workers: int) -> Executor:
             return
         if isinstance(encoding, str):
             get_encoding(encoding)  # loaded once here, inherited by forked workers
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        method = _start_method()
         mine = batches[::workers]
         theirs = [batch for i, batch in enumerate(batches) if i % workers]
         context = multiprocessing.get_context(method)
@@ -151,5 +164,51 @@ def process_pool(workers: int) -> Executor:
             except BaseException:
                 kill_workers(pool)
                 raise
+
+    return run
+
+
+def executor_for(settings: RunSettings) -> Executor:
+    """The executor `settings.task_runner` names, on `settings.workers` processes (None:
+    `DEFAULT_WORKERS`; the chunk stage chunks little work in this process anyway)."""
+    workers = DEFAULT_WORKERS if settings.workers is None else settings.workers
+    if settings.task_runner == "dask":
+        return dask_cluster(settings.dask_address, workers)
+    return process_pool(workers)
+
+
+DASK_WORKER_PRELOAD = "firechunk.run.dask_worker"
+
+
+def dask_cluster(address: str | None, workers: int) -> Executor:
+    """The scheduler at `address` (its workers are whatever that cluster has), else a local
+    cluster of `workers` single-threaded worker processes that lives as long as the
+    chunking, each dying with this process (`firechunk.run.dask_worker`)."""
+
+    def run(
+        batches: list[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
+    ) -> Iterator[list[PackedOutcome]]:
+        if not batches:
+            return
+        from distributed import Client, LocalCluster, as_completed
+
+        with contextlib.ExitStack() as stack:
+            if address:
+                client = stack.enter_context(Client(address))
+            else:
+                cluster = stack.enter_context(
+                    LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address="127.0.0.1:0",  # loopback, any free port
+                        preload=[DASK_WORKER_PRELOAD],
+                    )
+                )
+                client = stack.enter_context(Client(cluster))
+            futures = client.map(chunk_pages, batches, encoding=encoding, options=options,
+                                 pure=False)  # fmt: skip
+            for future in as_completed(futures):
+                yield future.result()
 
     return run

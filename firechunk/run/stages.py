@@ -301,6 +301,11 @@ def _aside(start: RunStart, set_aside: Mapping[str, tuple[str, ...]]) -> Aside:
     )
 
 
+class RunNotStarted(RuntimeError):
+    """The run's directory could not be claimed: the run id is taken, the --out directory
+    is not empty, or the settings name no collection. Nothing was written."""
+
+
 class RunSuperseded(RuntimeError):
     """The run's baseline was removed while it ran (another run was published and pruned
     it): its change set cannot be computed. Marked superseded; the next run compares with

@@ -1,4 +1,4 @@
-"""Imported by each worker of a local Dask cluster (`tasks.runners`) as it starts.
+"""Imported by each worker of a local Dask cluster (`executors.dask_cluster`) as it starts.
 
 The worker then dies with the process that started the cluster however that ends,
 SIGKILL and the OOM killer included (`firechunk.run.executors.die_with_parent`). Dask's

@@ -1,0 +1,87 @@
+"""The pipeline's stages as Prefect task runs: `as_task`, the flow's `StageCall`.
+
+Each stage (`firechunk.pipeline.STAGES`) becomes a task run named for it, so the dashboard
+shows where a night spent its time and where it failed. What Prefect adds is declared here
+and nowhere else: the crawl's retries and time limit. A retry resumes the same Firecrawl
+job from its state file (no new credits), so only errors a rerun can get past are retried:
+a short download, a network error that outlasted the per-call retries. A missing key, a
+key or account Firecrawl refuses, a failed or expired job, an unclear start call or a job
+state that cannot be trusted need a person, so they fail at once; so does a job still
+running after `max_wait`, whose wait is spent: the run ends (the queue moves on) and the
+next night resumes the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+from prefect import Task, task
+from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import TaskRun
+from prefect.states import State
+
+from firechunk.crawl.errors import (
+    AccessRefusedError,
+    CrawlError,
+    JobFailedError,
+    JobNotFoundError,
+    JobStateError,
+    MissingApiKeyError,
+    PollTimeoutError,
+    StartOutcomeUnknownError,
+    TargetMismatchError,
+)
+from firechunk.pipeline import Request, StageCall, StageName
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# Errors a retry cannot fix now: it would only repeat the same message, or the same wait.
+NOT_RETRIED = (
+    MissingApiKeyError,
+    PollTimeoutError,
+    AccessRefusedError,
+    TargetMismatchError,
+    StartOutcomeUnknownError,
+    JobNotFoundError,
+    JobFailedError,
+    JobStateError,
+)
+CRAWL_RETRY_DELAYS = [30, 120]  # seconds before the first and the second retry
+# Past `max_wait` the crawl stops polling by itself; the task's timeout, an hour later, ends
+# a crawl stuck anywhere else (a download that never finishes), with the job kept.
+DOWNLOAD_TIME = 3600
+
+
+def _worth_retrying(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:
+    error = state.result(raise_on_failure=False)
+    return isinstance(error, CrawlError) and not isinstance(error, NOT_RETRIED)
+
+
+def crawl_time_limit(max_wait: float | None) -> float | None:
+    """The crawl task's timeout for a job allowed to run `max_wait` seconds."""
+    return None if max_wait is None else max_wait + DOWNLOAD_TIME
+
+
+def task_options(stage: StageName, request: Request) -> dict[str, Any]:
+    """The Prefect task options of `stage`: its name, no result caching (every stage
+    reads and writes files), and the crawl's retries and time limit."""
+    options: dict[str, Any] = {"name": stage, "cache_policy": NO_CACHE}
+    if stage == "crawl":
+        options.update(
+            retries=len(CRAWL_RETRY_DELAYS),
+            retry_delay_seconds=CRAWL_RETRY_DELAYS,
+            retry_condition_fn=_worth_retrying,
+            timeout_seconds=crawl_time_limit(request.crawl.max_wait),
+        )
+    return options
+
+
+def as_task(request: Request) -> StageCall:
+    """The `StageCall` that runs each stage of `request` as a task run of the flow."""
+
+    def call(stage: StageName, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return task(function, **task_options(stage, request))(*args, **kwargs)
+
+    return call
