@@ -207,20 +207,16 @@ def crawl(request: Request, secrets: Secrets, listener: Listener) -> Path:
     """Start, resume or replay the Firecrawl crawl of `request.crawl`: its crawl.json.
     The key is read here and handed to the crawl only: it is never a parameter of a stage
     (the Prefect API records those) and never logged."""
-    from firechunk.crawl import ClientOptions, run_crawl
+    from firechunk.crawl import run_crawl
 
     settings = request.crawl
-    api_key, _ = secrets(settings.secret_block, FIRECRAWL_KEY_ENV)
-    options = ClientOptions(
-        api_version=settings.api_version,
-        max_wait=settings.max_wait,
-        **({"api_url": settings.api_url} if settings.api_url else {}),
-    )
+    api_key, source = secrets(settings.secret_block, FIRECRAWL_KEY_ENV)
+    listener.say(f"Firecrawl API key from {source}")
     outcome = run_crawl(
         settings.target(),
         api_key=api_key,
         data_dir=request.data_dir,
-        settings=options,
+        settings=settings.client_options(),
         report=listener.say,
     )
     listener.say(f"crawl {outcome.name}: {outcome.pages} pages in {outcome.crawl_file}")

@@ -20,13 +20,17 @@ Kept free of Prefect, typer and the chunker: the command line imports it at star
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from firechunk.crawl import DEFAULT_API_URL
 from firechunk.layout import MAX_FOLDER, RUN_ID, collection_folder
 from firechunk.schemas.api_version import ApiVersion
 from firechunk.schemas.job import CrawlTarget
+
+if TYPE_CHECKING:
+    from firechunk.crawl import ClientOptions
 
 SUPABASE_DOCS = "https://supabase.com/docs"
 DEFAULT_ENCODING = "cl100k_base"
@@ -110,6 +114,23 @@ class CrawlSettings(_Section):
         "run fails (exit 3); the job is kept, so the next run resumes it. Empty to wait for "
         "ever.",
     )
+    poll_interval: Annotated[float, Cli(metavar="SECONDS")] = Field(
+        2.0, ge=0, description="The first wait between polls of a running job."
+    )
+    max_poll_interval: Annotated[float, Cli(metavar="SECONDS")] = Field(
+        30.0, ge=0, description="The longest wait between polls (they back off up to it)."
+    )
+    request_timeout: Annotated[float, Cli(metavar="SECONDS")] = Field(
+        60.0, gt=0, description="Seconds each request to Firecrawl may take."
+    )
+    retries: Annotated[int, Cli(metavar="N")] = Field(
+        6, ge=1, description="Attempts per Firecrawl call (network errors, 429 and 5xx answers)."
+    )
+    retry_wait: Annotated[float, Cli(metavar="SECONDS")] = Field(
+        1.0,
+        ge=0,
+        description="The first backoff between attempts; it doubles up to 30 s, plus jitter.",
+    )
 
     def target(self) -> CrawlTarget:
         """What the crawl job is started with (and its name is made from)."""
@@ -118,6 +139,25 @@ class CrawlSettings(_Section):
             include_paths=self.include_paths,
             exclude_paths=self.exclude_paths,
             limit=self.limit,
+        )
+
+    def client_options(self) -> ClientOptions:
+        """How the crawl talks to Firecrawl: the API, the polling and the retries."""
+        from firechunk.crawl import ClientOptions, RetryPolicy
+
+        return ClientOptions(
+            api_version=self.api_version,
+            api_url=self.api_url or DEFAULT_API_URL,
+            poll_interval=self.poll_interval,
+            max_poll_interval=max(self.max_poll_interval, self.poll_interval),
+            max_wait=self.max_wait,
+            request_timeout=self.request_timeout,
+            retry=RetryPolicy(
+                attempts=self.retries,
+                initial_wait=self.retry_wait,
+                max_wait=max(30.0, self.retry_wait),
+                jitter=min(1.0, self.retry_wait),
+            ),
         )
 
 

@@ -6,17 +6,16 @@ it came from.
 
 from __future__ import annotations
 
-import os
-
 from prefect.blocks.system import Secret
+
+from firechunk.pipeline import from_environment
 
 
 def secret_or_env(block: str | None, env: str) -> tuple[str | None, str]:
-    """The secret and where it came from (None and "nowhere" when neither has it)."""
+    """The secret and where it came from: the block, else the environment (`firechunk.pipeline`)."""
     if block:
         try:
             return Secret.load(block).get(), f"Prefect Secret block {block!r}"
         except ValueError:  # Prefect's "Unable to find block document named ..."
             pass
-    value = os.environ.get(env) or None
-    return value, (f"${env}" if value else "nowhere")
+    return from_environment(block, env)

@@ -13,13 +13,14 @@ next night resumes the job.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from prefect import Task, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
-from prefect.states import State
+from prefect.states import Completed, Failed, State
 
 from firechunk.crawl.errors import (
     AccessRefusedError,
@@ -33,6 +34,9 @@ from firechunk.crawl.errors import (
     TargetMismatchError,
 )
 from firechunk.pipeline import Request, StageCall, StageName
+from firechunk.publish import short_reason
+from firechunk.schemas.publish import PublishResult
+from firechunk.schemas.validation import ValidationOutcome
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -54,7 +58,7 @@ CRAWL_RETRY_DELAYS = [30, 120]  # seconds before the first and the second retry
 DOWNLOAD_TIME = 3600
 
 
-def _worth_retrying(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:
+def crawl_worth_retrying(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:
     error = state.result(raise_on_failure=False)
     return isinstance(error, CrawlError) and not isinstance(error, NOT_RETRIED)
 
@@ -72,16 +76,50 @@ def task_options(stage: StageName, request: Request) -> dict[str, Any]:
         options.update(
             retries=len(CRAWL_RETRY_DELAYS),
             retry_delay_seconds=CRAWL_RETRY_DELAYS,
-            retry_condition_fn=_worth_retrying,
+            retry_condition_fn=crawl_worth_retrying,
             timeout_seconds=crawl_time_limit(request.crawl.max_wait),
         )
     return options
 
 
 def as_task(request: Request) -> StageCall:
-    """The `StageCall` that runs each stage of `request` as a task run of the flow."""
+    """The `StageCall` that runs each stage of `request` as a task run of the flow. A stage
+    that raised raises here; one whose result says the run stops (`verdict`) ends in a
+    state that says so, and its result goes on to the pipeline all the same."""
 
     def call(stage: StageName, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return task(function, **task_options(stage, request))(*args, **kwargs)
+        stage_task = task(_with_verdict(function), **task_options(stage, request))
+        state = stage_task(*args, return_state=True, **kwargs)
+        result = state.result(raise_on_failure=False)
+        if isinstance(result, BaseException):
+            raise result
+        return cast(T, result)
 
     return call
+
+
+def verdict(result: object) -> State[Any] | None:
+    """The task run's state for a stage result that stops the run: a failed validation is
+    Failed (the dashboard shows where the night failed); a publish the shrink guard
+    refused, or one another run overtook, is the guard working: Completed, named for it,
+    with no traceback. None for a result that lets the run go on."""
+    if isinstance(result, ValidationOutcome) and not result.success:
+        failed = result.evaluated_expectations - result.successful_expectations
+        return Failed(message=f"{failed} expectation(s) failed", data=result)
+    if isinstance(result, PublishResult) and not result.published:
+        name = "Not published"
+        if result.refused is not None:
+            name = "Refused"
+        elif result.superseded_by is not None:
+            name = "Superseded"
+        return Completed(name=name, message=short_reason(result), data=result)
+    return None
+
+
+def _with_verdict(function: Callable[P, T]) -> Callable[P, T | State[Any]]:
+    @functools.wraps(function)
+    def stage(*args: P.args, **kwargs: P.kwargs) -> T | State[Any]:
+        result = function(*args, **kwargs)
+        return verdict(result) or result
+
+    return stage

@@ -25,7 +25,7 @@ from firechunk.crawl import run_crawl
 from firechunk.crawl.errors import JobStateError
 from firechunk.crawlfile import read_crawl
 from firechunk.schemas.job import CrawlJobState, CrawlTarget
-from firechunk.tasks.crawl import _worth_retrying, crawl_site
+from firechunk.tasks.stages import crawl_worth_retrying
 from tests.crawl_fixtures import (
     CANARY_KEY,
     FAST_CLI,
@@ -190,4 +190,4 @@ def test_an_edited_job_id_is_refused_and_nothing_outside_the_data_dir_is_touched
 
 def test_a_refused_job_state_is_not_retried_by_prefect():
     error = JobStateError("data/jobs/docs.json: edited")
-    assert not _worth_retrying(crawl_site, None, Failed(data=error))
+    assert not crawl_worth_retrying(None, None, Failed(data=error))

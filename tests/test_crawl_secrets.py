@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from firechunk.cli import app
 from firechunk.crawl import CrawlError, run_crawl
 from firechunk.crawl.errors import JobNotFoundError, PollTimeoutError, StartOutcomeUnknownError
-from firechunk.flows.crawl import crawl as crawl_flow
+from firechunk.flows.rebuild import rebuild as rebuild_flow
+from firechunk.pipeline import FIRECRAWL_KEY_ENV as API_KEY_ENV
 from firechunk.schemas.job import CrawlTarget
 from firechunk.settings import CrawlSettings
-from firechunk.tasks.crawl import API_KEY_ENV
 from tests.crawl_fixtures import (
     CANARY_KEY,
     FAST_CLI,
@@ -216,7 +216,7 @@ FLOW_ECHOED = {
 
 
 @pytest.mark.parametrize("scenario", list(FLOW_ECHOED), ids=list(FLOW_ECHOED))
-def test_the_crawl_flow_never_shows_an_echoed_key(prefect_api, tmp_path, monkeypatch, scenario):
+def test_the_rebuild_flow_never_shows_an_echoed_key(prefect_api, tmp_path, monkeypatch, scenario):
     kind, fault = FLOW_ECHOED[scenario]
     monkeypatch.delenv(API_KEY_ENV, raising=False)
     Secret(value=CANARY_KEY).save("firechunk-echo-key", overwrite=True)
@@ -224,12 +224,14 @@ def test_the_crawl_flow_never_shows_an_echoed_key(prefect_api, tmp_path, monkeyp
     data_dir = tmp_path / "data"
     with FakeFirecrawl(pages, api_key=CANARY_KEY, page_size=page_size_for(pages)) as server:
         server.add_faults(kind, fault)
-        state = crawl_flow(
+        state = rebuild_flow(
             crawl=CrawlSettings(
-                site_url=URL, api_url=server.base_url, secret_block="firechunk-echo-key"
+                site_url=URL,
+                api_url=server.base_url,
+                secret_block="firechunk-echo-key",
+                poll_interval=0.01,
             ),
             data_dir=data_dir,
-            poll_interval=0.01,
             return_state=True,
         )
         answered = server.count(kind)

@@ -1,4 +1,5 @@
-"""The Prefect flows run for real against a temporary Prefect API (prefect_test_harness).
+"""The pipeline as the Prefect `rebuild` flow, run for real against a temporary Prefect API
+(prefect_test_harness), and the pipeline's executors.
 
 What the dashboard would show (run names, artifacts, task runs, logs) is read back through
 the Prefect client. The harness starts one server for the whole session; on a fresh
@@ -9,16 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import time
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import prefect
 import pytest
-from distributed import Client, LocalCluster, get_task_stream
+from distributed import LocalCluster
 from prefect.blocks.system import Secret
-from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import StateType
 from prefect.states import Failed
 from typer.testing import CliRunner
@@ -34,17 +33,13 @@ from firechunk.crawl.errors import (
     TargetMismatchError,
 )
 from firechunk.crawlfile import read_crawl
-from firechunk.flows.chunk import chunk as chunk_flow
-from firechunk.flows.crawl import crawl as crawl_flow
 from firechunk.flows.rebuild import rebuild
-from firechunk.flows.validate_publish import validate_publish
+from firechunk.pipeline import FIRECRAWL_KEY_ENV as API_KEY_ENV
+from firechunk.pipeline import STAGES, Request, run_pipeline
 from firechunk.run.memory import chunk_crawl
-from firechunk.run.stages import run_here, start_run
 from firechunk.schemas.page import CrawlResult
 from firechunk.settings import CrawlSettings, RunSettings
-from firechunk.tasks.crawl import API_KEY_ENV, _worth_retrying, crawl_site
-from firechunk.tasks.run import RunNotPublished
-from firechunk.tasks.runners import WORKER_PRELOAD, api_shared_with_workers, make_task_runner
+from firechunk.tasks.stages import crawl_worth_retrying, task_options
 from tests.crawl_fixtures import CANARY_KEY, page_size_for, served_pages
 from tests.firecrawl_server import FakeFirecrawl
 from tests.prefect_helpers import (
@@ -145,7 +140,8 @@ def test_rebuild_replays_the_sample_publishes_and_fills_the_dashboard(
     assert summary["pages quarantined"] == report["pages_quarantined"]
     assert summary["tokens in chunks"] == report["tokens_in_chunks"]
     assert summary["duplicate chunks dropped"] == report["duplicate_chunks_dropped"]
-    assert {"chunk (s)", "write (s)", "validate + publish (s)", "total (s)"} <= set(summary)
+    ran = ("prune", "start", "chunk", "write", "validate", "publish")
+    assert {f"{stage} (s)" for stage in (*ran, "total")} <= set(summary)
     assert summary["published as latest"] == "yes"
     assert artifacts["validation-report"].data.startswith("# Validation passed")
     assert "chunks.parquet" in artifacts["rebuild-outputs"].data
@@ -153,11 +149,11 @@ def test_rebuild_replays_the_sample_publishes_and_fills_the_dashboard(
     assert "file://" not in artifacts["run-directory"].data + artifacts["rebuild-outputs"].data
     assert float(artifacts["chunking-progress"].data) == 100.0
 
-    # Batches of pages per task run, not one task run per page.
-    batches = [run for run in task_runs_of(run_id) if run.name.startswith("chunk-pages")]
-    chunked_pages = len(read_crawl(SAMPLE_CRAWL).data) - report["pages_aliased"]
-    assert 2 <= len(batches) < chunked_pages
-    assert all(run.state_type == StateType.COMPLETED for run in batches)
+    # One task run per stage the night ran, each named for its stage, in the pipeline's order.
+    runs = sorted(task_runs_of(run_id), key=lambda run: run.expected_start_time)
+    stages = [run.name.rsplit("-", 1)[0] for run in runs if run.name.rsplit("-", 1)[0] in STAGES]
+    assert stages == list(ran)
+    assert all(run.state_type == StateType.COMPLETED for run in runs)
 
 
 def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect_api, tmp_path):
@@ -167,13 +163,13 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     bad_crawl = tmp_path / "twice.json"
     bad_crawl.write_text(json.dumps(crawl), encoding="utf-8")
     data_dir = tmp_path / "data"
-    good = run_here(start_run(data_dir, "previous-good", source=SAMPLE_CRAWL), SAMPLE_CRAWL)[2]
-    assert good.published
+    good = run_pipeline(Request(replay=SAMPLE_CRAWL, data_dir=data_dir, run_id="previous-good"))
+    assert good.result is not None and good.result.published
     previous = data_dir / "runs" / "previous-good"
 
     result = CliRunner().invoke(
         app,
-        ["rebuild", "--replay", str(bad_crawl), "--data-dir", str(data_dir)]
+        ["rebuild", "--prefect", "--replay", str(bad_crawl), "--data-dir", str(data_dir)]
         + ["--workers", "1", "--run-id", "twice"],
     )
 
@@ -183,11 +179,7 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     status = json.loads((data_dir / "runs" / "twice" / "status.json").read_text())
     assert status["status"] == "failed"
 
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.sorting import FlowRunSort
-
-    with get_client(sync_client=True) as client:
-        [latest_run] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+    latest_run = newest_flow_run()
     assert "replay of twice.json" in latest_run.name
     assert latest_run.state_type == StateType.FAILED
     artifacts = artifacts_of(latest_run.id)
@@ -196,11 +188,10 @@ def test_failed_validation_fails_the_run_keeps_latest_and_exits_non_zero(prefect
     assert table_of(artifacts["rebuild-summary"])["published as latest"] == "no"
     # The dashboard shows where the night failed: the validate task, not a green one.
     states = {run.name.rsplit("-", 1)[0]: run.state_type for run in task_runs_of(latest_run.id)}
-    assert states["validate-run"] == StateType.FAILED
-    assert states["write-run"] == StateType.COMPLETED
-    assert "publish-run" not in states
-    # The validate task's traceback, not the flow's again: the flow returns its failure.
-    assert len([log for log in logs_of(latest_run.id) if "Traceback" in log]) <= 1
+    assert states["validate"] == StateType.FAILED
+    assert states["write"] == StateType.COMPLETED
+    # Failed by its verdict, not by an exception: no traceback anywhere.
+    assert not [log for log in logs_of(latest_run.id) if "Traceback" in log]
 
 
 def test_a_refused_publish_fails_the_night_in_one_error_line_and_says_why(prefect_api, tmp_path):
@@ -208,12 +199,13 @@ def test_a_refused_publish_fails_the_night_in_one_error_line_and_says_why(prefec
     ERROR line, no traceback; the flow run fails, the CLI exits 1 with one line, and the
     dashboard says why the run was not published."""
     data_dir = tmp_path / "data"
-    assert run_here(start_run(data_dir, "good", source=SAMPLE_CRAWL), SAMPLE_CRAWL)[2].published
+    good = run_pipeline(Request(replay=SAMPLE_CRAWL, data_dir=data_dir, run_id="good"))
+    assert good.result is not None and good.result.published
     shrunk = shrunk_crawl(tmp_path / "shrunk.json")
 
     result = CliRunner().invoke(
         app,
-        ["rebuild", "--replay", str(shrunk), "--data-dir", str(data_dir)]
+        ["rebuild", "--prefect", "--replay", str(shrunk), "--data-dir", str(data_dir)]
         + ["--workers", "1", "--run-id", "shrunk"]
         # Declared: a replay cut short to the guides would name the guides' collection.
         + ["--collection", "docs.example.com/docs"],
@@ -235,8 +227,8 @@ def test_a_refused_publish_fails_the_night_in_one_error_line_and_says_why(prefec
     assert [log for log in records if log.level >= logging.ERROR] == refusals
     assert not [log for log in records if "Traceback" in log.message]
     states = {run.name.rsplit("-", 1)[0]: run.state_name for run in task_runs_of(flow_run_.id)}
-    assert states["validate-run"] == "Completed"
-    assert states["publish-run"] == "Refused"  # where the night stopped, and why
+    assert states["validate"] == "Completed"
+    assert states["publish"] == "Refused"  # where the night stopped, and why
     assert states["report-database"] == "Completed"
 
     artifacts = artifacts_of(flow_run_.id)
@@ -254,30 +246,20 @@ def test_a_refused_publish_fails_the_night_in_one_error_line_and_says_why(prefec
     ) in database and "--allow-shrink" in database
 
 
-def test_the_stage_flows_keep_the_seconds_and_fail_a_refused_run_quietly(prefect_api, tmp_path):
+def test_the_pipeline_keeps_each_stages_seconds_and_their_total(tmp_path):
     data_dir = tmp_path / "data"
-    assert run_here(start_run(data_dir, "good", source=SAMPLE_CRAWL), SAMPLE_CRAWL)[2].published
-    run_dir = chunk_flow(
-        crawl_file=shrunk_crawl(tmp_path / "shrunk.json"),
-        data_dir=data_dir,
-        run=RunSettings(collection="docs.example.com/docs"),
-    )
-    state = validate_publish(run_dir=run_dir, return_state=True)
-
-    assert state.is_failed() and "refused by the shrink guard" in state.message
-    with pytest.raises(RunNotPublished, match="--allow-shrink"):
-        state.result()
-    recorded = json.loads((run_dir / "seconds.json").read_text())
-    assert {"chunk", "write", "validate + publish"} <= set(recorded)
+    night = run_pipeline(Request(replay=SAMPLE_CRAWL, data_dir=data_dir))
+    assert night.start is not None
+    recorded = json.loads((night.start.run_dir / "seconds.json").read_text())
+    assert set(recorded) == {"prune", "start", "chunk", "write", "validate", "publish", "total"}
     stages = sum(value for stage, value in recorded.items() if stage != "total")
     assert recorded["total"] == pytest.approx(stages, abs=0.002)
-    assert not [log for log in logs_of(state.state_details.flow_run_id) if "Traceback" in log]
 
 
-def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(
-    prefect_api, tmp_path, sample_ids
-):
-    """Two Dask worker processes do the chunking; the stage flows hand over a run directory."""
+def test_the_chunk_stage_on_a_dask_cluster_gives_the_chunk_crawl_ids(tmp_path, sample_ids):
+    """Two Dask worker processes of a running cluster do the chunking."""
+    from distributed import Client, get_task_stream
+
     with (
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
@@ -285,24 +267,25 @@ def test_chunk_flow_on_a_local_dask_cluster_gives_the_chunk_crawl_ids(
         Client(cluster) as client,
         get_task_stream(client) as stream,
     ):
-        run_dir = chunk_flow(
-            crawl_file=SAMPLE_CRAWL,
-            data_dir=tmp_path / "data",
-            run=RunSettings(task_runner="dask", dask_address=cluster.scheduler_address, workers=2),
-        )
+        run = RunSettings(task_runner="dask", dask_address=cluster.scheduler_address, workers=2)
+        night = run_pipeline(Request(run=run, replay=SAMPLE_CRAWL, data_dir=tmp_path / "data"))
         workers = set(cluster.scheduler.workers)
-    assert chunk_ids(run_dir / "chunks.json") == sample_ids
-    assert not (tmp_path / "data" / "latest").exists()  # written, not yet validated
+    assert night.result is not None and night.result.published
+    assert chunk_ids(night.result.run_dir / "chunks.json") == sample_ids
     ran_on = {task["worker"] for task in stream.data}
     assert ran_on and ran_on <= workers  # the batches ran in the cluster's worker processes
 
-    published = validate_publish(run_dir=run_dir)
-    assert published.published and published.run_dir == run_dir
-    assert chunk_ids(published.run_dir / "chunks.json") == sample_ids
 
-
-def test_cli_rebuild_on_its_own_local_dask_cluster(prefect_api, tmp_path, sample_ids):
+def test_cli_rebuild_on_its_own_local_dask_cluster(tmp_path, sample_ids, monkeypatch):
     """`--task-runner dask` with no address starts (and stops) a local cluster of its own."""
+    started: list[int] = []
+    real = LocalCluster.__init__
+
+    def counted(self, *args, **kwargs):
+        started.append(kwargs["n_workers"])
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(LocalCluster, "__init__", counted)
     data_dir = tmp_path / "data"
     result = CliRunner().invoke(
         app,
@@ -311,17 +294,11 @@ def test_cli_rebuild_on_its_own_local_dask_cluster(prefect_api, tmp_path, sample
     )
 
     assert result.exit_code == 0, result.output
+    assert started == [2]
     run_dir = data_dir / "runs" / "on-dask"
     assert f"outputs in {run_dir.resolve()}/" in result.output
     assert (data_dir / "latest").resolve() == run_dir.resolve()
     assert chunk_ids(run_dir / "chunks.json") == sample_ids
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.sorting import FlowRunSort
-
-    with get_client(sync_client=True) as client:
-        [latest_run] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
-    assert any("batches on DaskTaskRunner" in line for line in logs_of(latest_run.id))
 
 
 def test_rebuild_crawls_with_the_given_paths_then_chunks_and_publishes(
@@ -358,7 +335,7 @@ def test_rebuild_crawls_with_the_given_paths_then_chunks_and_publishes(
     ]
 
 
-def test_crawl_flow_takes_the_key_from_a_secret_block_and_never_shows_it(
+def test_the_flow_takes_the_key_from_a_secret_block_and_never_shows_it(
     prefect_api, tmp_path, monkeypatch
 ):
     monkeypatch.delenv(API_KEY_ENV, raising=False)
@@ -366,47 +343,50 @@ def test_crawl_flow_takes_the_key_from_a_secret_block_and_never_shows_it(
     pages = served_pages()
     data_dir = tmp_path / "data"
     with FakeFirecrawl(pages, api_key=CANARY_KEY, page_size=page_size_for(pages)) as server:
-        state = crawl_flow(
+        state = rebuild(
             crawl=CrawlSettings(
                 site_url="https://docs.example.com/",
                 api_url=server.base_url,
                 secret_block="firechunk-test-key",
+                poll_interval=0.01,
             ),
             data_dir=data_dir,
-            poll_interval=0.01,
             return_state=True,
         )
         start_calls, unauthorized = server.start_calls, server.unauthorized
 
     assert state.is_completed(), state.message
-    crawl_file = state.result()
+    [crawl_file] = (data_dir / "raw").glob("*/crawl.json")
     assert len(read_crawl(crawl_file).data) == len(pages)
     assert start_calls == 1 and unauthorized == 0  # the block's key was sent and accepted
     logs = logs_of(state.state_details.flow_run_id)
     assert any("Secret block 'firechunk-test-key'" in message for message in logs)
     assert not [message for message in logs if CANARY_KEY in message]
-    assert not [p for p in data_dir.rglob("*") if p.is_file() and CANARY_KEY in p.read_text()]
+    key = CANARY_KEY.encode()
+    assert not [p for p in data_dir.rglob("*") if p.is_file() and key in p.read_bytes()]
 
 
-def test_crawl_flow_falls_back_to_the_environment_then_fails_fast_without_a_key(
+def test_the_flow_falls_back_to_the_environment_then_fails_fast_without_a_key(
     prefect_api, tmp_path, monkeypatch
 ):
     pages = served_pages()
     monkeypatch.setenv(API_KEY_ENV, CANARY_KEY)
     with FakeFirecrawl(pages, api_key=CANARY_KEY, page_size=page_size_for(pages)) as server:
-        crawl_file = crawl_flow(
+        result = rebuild(
             crawl=CrawlSettings(
                 site_url="https://docs.example.com/",
                 api_url=server.base_url,
                 secret_block="no-such-block",
+                poll_interval=0.01,
             ),
             data_dir=tmp_path / "env",
-            poll_interval=0.01,
         )
+    assert result.published
+    [crawl_file] = (tmp_path / "env" / "raw").glob("*/crawl.json")
     assert len(read_crawl(crawl_file).data) == len(pages)
 
     monkeypatch.delenv(API_KEY_ENV)
-    state = crawl_flow(
+    state = rebuild(
         crawl=CrawlSettings(
             site_url="https://docs.example.com/",
             api_url="http://127.0.0.1:9",  # never reached: there is no key to send
@@ -418,7 +398,12 @@ def test_crawl_flow_falls_back_to_the_environment_then_fails_fast_without_a_key(
     assert state.is_failed()
     with pytest.raises(MissingApiKeyError):
         state.result()
-    [crawl_run] = task_runs_of(state.state_details.flow_run_id)
+    runs = [
+        run
+        for run in task_runs_of(state.state_details.flow_run_id)
+        if run.name != "report-database"
+    ]
+    [crawl_run] = [run for run in runs if run.name.startswith("crawl")]
     assert crawl_run.run_count == 1  # not retried: a rerun cannot find a key
 
 
@@ -436,35 +421,28 @@ def test_crawl_flow_falls_back_to_the_environment_then_fails_fast_without_a_key(
     ],
 )
 def test_crawl_task_retries_only_what_a_rerun_can_fix(error, retried):
-    assert _worth_retrying(crawl_site, None, Failed(data=error)) is retried
+    assert crawl_worth_retrying(None, None, Failed(data=error)) is retried
 
 
 def test_flows_have_no_secret_parameter():
     """The key never travels as a parameter (the API records flow-run parameters)."""
-    for flow in (rebuild, crawl_flow, chunk_flow, validate_publish):
-        names = set(flow.parameters.properties)
-        assert not [name for name in names if "key" in name or "token" in name], flow.name
+    names = set(rebuild.parameters.properties)
+    assert not [name for name in names if "key" in name or "token" in name]
 
 
-@prefect.task(cache_policy=NO_CACHE)
-def worker_parent() -> tuple[int, str]:
-    """The worker's parent process and its command line."""
-    parent = os.getppid()
-    return parent, Path(f"/proc/{parent}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-
-
-@prefect.flow
-def where_workers_start() -> tuple[int, tuple[int, str]]:
-    with api_shared_with_workers(), make_task_runner(RunSettings(workers=1)) as runner:
-        return os.getpid(), runner.submit(worker_parent, {}).result()
-
-
-@pytest.mark.skipif(not Path("/proc/self").exists(), reason="reads /proc (Linux)")
-def test_process_workers_fork_from_a_server_that_preloaded_the_chunker(prefect_api):
-    flow_pid, (parent, command) = where_workers_start()
-    assert parent != flow_pid  # not forked from the flow's process, with its threads
-    assert "multiprocessing.forkserver" in command
-    assert all(module in command for module in WORKER_PRELOAD)
+def test_workers_fork_from_a_one_thread_process_and_spawn_from_a_busy_one():
+    """A fork copies only the calling thread: a lock another thread held (a Prefect flow's
+    event loop, its log shipping) would stay held in the worker for ever. Asked in a fresh
+    interpreter: this one runs the test session's threads."""
+    script = (
+        "import threading; from firechunk.run.executors import _start_method as m; "
+        "alone = m(); stop = threading.Event(); t = threading.Thread(target=stop.wait); "
+        "t.start(); busy = m(); stop.set(); t.join(); print(alone, busy)"
+    )
+    said = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert said == ["fork", "spawn"]
 
 
 def test_a_replay_file_that_does_not_exist_is_refused_before_prefect_starts(tmp_path):
@@ -477,7 +455,8 @@ def test_a_replay_file_that_does_not_exist_is_refused_before_prefect_starts(tmp_
 
 
 def test_every_task_has_a_name_of_its_own():
-    """Two tasks of one name read as one on the dashboard."""
+    """Two tasks of one name read as one on the dashboard: each stage's task is named for
+    its stage, and the dashboard's own tasks for what they report."""
     import importlib
     import pkgutil
 
@@ -485,7 +464,9 @@ def test_every_task_has_a_name_of_its_own():
 
     from firechunk import tasks
 
-    found: dict[str, str] = {}
+    request = Request()
+    found: dict[str, str] = {task_options(stage, request)["name"]: stage for stage in STAGES}
+    assert len(found) == len(STAGES)
     for module_info in pkgutil.iter_modules(tasks.__path__):
         module = importlib.import_module(f"firechunk.tasks.{module_info.name}")
         for attribute, value in vars(module).items():
@@ -493,53 +474,26 @@ def test_every_task_has_a_name_of_its_own():
                 where = f"{module.__name__}.{attribute}"
                 assert value.name not in found, f"{where} and {found[value.name]}"
                 found[value.name] = where
-    assert {"chunk-pages", "write-run", "validate-run", "publish-run"} <= set(found)
+    assert {"report-to-dashboard", "report-database"} <= set(found)
 
 
-def test_chunk_out_and_rebuild_write_the_same_files(prefect_api, tmp_path):
-    """`firechunk chunk --out` and `firechunk rebuild` run the same stages: the same bytes."""
-    out, data_dir = tmp_path / "out", tmp_path / "data"
+def test_chunk_out_rebuild_and_the_flow_write_the_same_files(prefect_api, tmp_path):
+    """`firechunk chunk --out`, `firechunk rebuild` and the Prefect flow run the one
+    pipeline: the same bytes."""
+    out, here, flow = tmp_path / "out", tmp_path / "here", tmp_path / "flow"
     chunked = CliRunner().invoke(
         app, ["chunk", str(SAMPLE_CRAWL), "--out", str(out), "--workers", "2"]
     )
     rebuilt = CliRunner().invoke(
         app,
-        ["rebuild", "--replay", str(SAMPLE_CRAWL), "--data-dir", str(data_dir)]
+        ["rebuild", "--replay", str(SAMPLE_CRAWL), "--data-dir", str(here)]
         + ["--workers", "2", "--run-id", "r"],
     )
+    on_prefect = rebuild(replay=SAMPLE_CRAWL, data_dir=flow, run=RunSettings(workers=2))
 
     assert chunked.exit_code == 0, chunked.output
     assert rebuilt.exit_code == 0, rebuilt.output
     for name in ("chunks.json", "chunks.parquet", "pages.parquet", "quarantine.jsonl"):
-        assert (out / name).read_bytes() == (data_dir / "runs" / "r" / name).read_bytes(), name
-
-
-def test_batches_that_never_come_back_stop_the_chunk_stage_instead_of_hanging(prefect_api):
-    """A batch that does not come back within `run.batch_timeout` ends the wait with
-    ChunkingStalled, naming how many came back, rather than the flow run waiting for ever."""
-    from prefect import task
-    from prefect.task_runners import ThreadPoolTaskRunner
-
-    from firechunk.tasks.chunk import as_finished
-    from firechunk.tasks.runners import ChunkingStalled
-
-    @task
-    def takes(seconds: float) -> float:
-        time.sleep(seconds)
-        return seconds
-
-    @prefect.flow
-    def waits() -> tuple[list[float], str]:
-        came_back: list[float] = []
-        with ThreadPoolTaskRunner(max_workers=2) as runner:
-            futures = [runner.submit(takes, {"seconds": s}) for s in (0.1, 6.0)]
-            try:
-                for future in as_finished(futures, timeout=2.0):
-                    came_back.append(future.result())
-            except ChunkingStalled as stalled:
-                return came_back, str(stalled)
-        return came_back, ""
-
-    came_back, message = waits()
-    assert came_back == [0.1]
-    assert message.startswith("no batch of pages came back in 2 s (1 of 2 done)")
+        written = (out / name).read_bytes()
+        assert written == (here / "runs" / "r" / name).read_bytes(), name
+        assert written == (on_prefect.run_dir / name).read_bytes(), name

