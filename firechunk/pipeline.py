@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar
 
+from firechunk.crawl import API_KEY_ENV
 from firechunk.retention import prune_raw_crawls, prune_runs
 from firechunk.run.executors import executor_for
 from firechunk.run.history import record_seconds
@@ -61,7 +62,6 @@ STAGES: tuple[StageName, ...] = (
     "load",
 )
 
-FIRECRAWL_KEY_ENV = "FIRECRAWL_API_KEY"
 FIRECRAWL_KEY_BLOCK = "firecrawl-api-key"
 OPENAI_KEY_BLOCK = "openai-api-key"
 
@@ -210,7 +210,7 @@ def crawl(request: Request, secrets: Secrets, listener: Listener) -> Path:
     from firechunk.crawl import run_crawl
 
     settings = request.crawl
-    api_key, source = secrets(settings.secret_block, FIRECRAWL_KEY_ENV)
+    api_key, source = secrets(settings.secret_block, API_KEY_ENV)
     listener.say(f"Firecrawl API key from {source}")
     outcome = run_crawl(
         settings.target(),

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from prefect.runtime import flow_run
 
-from firechunk.run.collection import collection_of_crawl, run_collection
+from firechunk.run.collection import collection_of_crawl
 from firechunk.settings import CrawlSettings
 
 MAX_SECTIONS = 4  # include patterns named; the rest are counted
@@ -31,15 +31,13 @@ def site_and_date() -> str:
 
 def what_is_built(parameters: dict[str, Any]) -> str:
     """The site a run's pages come from: for a crawl, the `crawl` settings' site and include
-    patterns (`supabase.com/docs (guides, reference/cli)`); for a replayed crawl or a
-    written run, the site its own pages are on (the site's default is not what a replay
-    holds), then the file or run it replays."""
-    key = next((key for key in ("replay", "crawl_file", "run_dir") if parameters.get(key)), None)
-    if key is None:
+    patterns (`supabase.com/docs (guides, reference/cli)`); for a replayed crawl, the site
+    its own pages are on (the site's default is not what a replay holds), then the file."""
+    if not parameters.get("replay"):
         crawl = _crawl_settings(parameters.get("crawl"))
         return _crawled(crawl.site_url, crawl.include_paths) if crawl else "run"
-    source = Path(str(parameters[key]))
-    site = _run_site(source) if key == "run_dir" else _crawl_site(source)
+    source = Path(str(parameters["replay"]))
+    site = _crawl_site(source)
     return f"{site} replay of {source.name}" if site else source.name
 
 
@@ -85,11 +83,6 @@ def _crawl_site(crawl_file: Path) -> str:
     except OSError:
         return ""
     return "" if named == "unknown" else named
-
-
-def _run_site(run_dir: Path) -> str:
-    """The collection a written run belongs to; empty when it names none."""
-    return run_collection(run_dir) or ""
 
 
 def _site(url: object) -> str:

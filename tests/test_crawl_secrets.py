@@ -19,10 +19,9 @@ from prefect.blocks.system import Secret
 from typer.testing import CliRunner
 
 from firechunk.cli import app
-from firechunk.crawl import CrawlError, run_crawl
+from firechunk.crawl import API_KEY_ENV, CrawlError, run_crawl
 from firechunk.crawl.errors import JobNotFoundError, PollTimeoutError, StartOutcomeUnknownError
 from firechunk.flows.rebuild import rebuild as rebuild_flow
-from firechunk.pipeline import FIRECRAWL_KEY_ENV as API_KEY_ENV
 from firechunk.schemas.job import CrawlTarget
 from firechunk.settings import CrawlSettings
 from tests.crawl_fixtures import (

@@ -37,11 +37,12 @@ from firechunk.tasks.artifacts import (
     MAX_ROWS,
     TREND_RUNS,
     added_rows,
+    load_description,
+    load_rows,
     quarantine_rows,
     validation_markdown,
 )
 from firechunk.tasks.database import database_markdown
-from firechunk.tasks.load import load_description, load_rows
 from firechunk.tasks.trend_chart import trend_svg
 from firechunk.validate.report import write_report_from_files
 from firechunk.validate.suites import validate_run
@@ -243,7 +244,7 @@ def test_the_trend_has_a_row_per_run_on_disk_with_its_verdict(nights):
         summary = table_of(artifacts_of(night.state_details.flow_run_id)["rebuild-summary"])
         recorded = json.loads((data_dir / "runs" / run_id / "seconds.json").read_text())
         stages = {stage: value for stage, value in recorded.items() if stage != "total"}
-        assert {"chunk", "write", "validate + publish"} <= set(stages), recorded
+        assert {"chunk", "write", "validate", "publish"} <= set(stages), recorded
         assert recorded["total"] == pytest.approx(sum(stages.values()), abs=0.002)
         assert summary["total (s)"] == round(recorded["total"], 2)
         assert by_run[run_id]["s"] == round(recorded["total"], 1), (run_id, summary)
@@ -424,9 +425,10 @@ def test_a_failed_validation_fails_its_task_and_still_fills_the_dashboard(nights
     assert state.type == StateType.FAILED
     flow_run_id = state.state_details.flow_run_id
     tasks = {run.name.rsplit("-", 1)[0]: run.state_type for run in task_runs_of(flow_run_id)}
-    assert tasks["validate-run"] == StateType.FAILED
+    assert tasks["validate"] == StateType.FAILED
     assert tasks["report-to-dashboard"] == StateType.COMPLETED
-    assert "publish-run" not in tasks
+    names = {run.name.rsplit("-", 1)[0]: run.state_name for run in task_runs_of(flow_run_id)}
+    assert names["publish"] == "Not published"
 
     artifacts = artifacts_of(flow_run_id)
     summary = table_of(artifacts["rebuild-summary"])
@@ -667,4 +669,4 @@ def test_a_run_is_named_for_the_site_its_pages_come_from(tmp_path):
     assert what_is_built(many) == "supabase.com/docs (s0, s1, s2, s3, +2 more)"
     replay = {"crawl": nightly["crawl"], "replay": str(SAMPLE_CRAWL)}
     assert what_is_built(replay) == "docs.example.com/docs replay of crawl.json"
-    assert what_is_built({"crawl_file": str(tmp_path / "gone.json")}) == "gone.json"
+    assert what_is_built({"replay": str(tmp_path / "gone.json")}) == "gone.json"

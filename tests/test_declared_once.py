@@ -252,8 +252,6 @@ NOT_MAPPED = {
     "PageTimeout": "a BaseException the chunking worker catches to quarantine the page",
     "Unverified": "run/changes.py falls back to a full replacement",
     "_RetryableAnswer": "embedders.py retries it",
-    "ChunkingStalled": "fails the Prefect flow; the command reports the flow's failure",
-    "TemporaryApiError": "the temporary Prefect API failed to start: a bug or the machine",
 }
 
 

@@ -23,6 +23,7 @@ from prefect.states import Failed
 from typer.testing import CliRunner
 
 from firechunk.cli import app
+from firechunk.crawl import API_KEY_ENV
 from firechunk.crawl.errors import (
     AccessRefusedError,
     CrawlError,
@@ -34,7 +35,6 @@ from firechunk.crawl.errors import (
 )
 from firechunk.crawlfile import read_crawl
 from firechunk.flows.rebuild import rebuild
-from firechunk.pipeline import FIRECRAWL_KEY_ENV as API_KEY_ENV
 from firechunk.pipeline import STAGES, Request, run_pipeline
 from firechunk.run.memory import chunk_crawl
 from firechunk.schemas.page import CrawlResult

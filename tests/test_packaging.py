@@ -71,7 +71,7 @@ def test_the_mapped_packages_import_from_elsewhere(tmp_path):
     """An editable install maps firechunk.flows to flows/ whatever the working directory;
     no top-level `tasks` is importable there."""
     script = (
-        "import importlib.util, firechunk.flows.rebuild, firechunk.tasks.runners, "
+        "import importlib.util, firechunk.flows.rebuild, firechunk.tasks.stages, "
         "firechunk.schemas.chunk\n"
         "assert importlib.util.find_spec('tasks') is None\n"
         "assert importlib.util.find_spec('flows') is None\n"
@@ -117,11 +117,11 @@ def _without(modules: list[str], args: list[str], cwd: Path) -> subprocess.Compl
             "installed): pip install 'firechunk[embed]'",
         ),
         (
-            ["prefect_dask"],
+            ["distributed"],
             ["rebuild", "--replay", str(ROOT / "data/sample/crawl.json")]
             + ["--task-runner", "dask"],
-            "firechunk rebuild --task-runner dask needs the Dask extra (prefect-dask is not "
-            "installed): pip install 'firechunk[dask]'",
+            "firechunk rebuild --task-runner dask needs the Dask extra (dask[distributed] is "
+            "not installed): pip install 'firechunk[dask]'",
         ),
     ],
 )
@@ -168,8 +168,8 @@ def test_the_base_install_imports_without_any_extra(tmp_path):
         "import sys\n"
         f"for name in {sorted(MODULES)!r}:\n"
         "    sys.modules[name] = None\n"
-        "import firechunk.cli, firechunk.api, firechunk.flows.rebuild, firechunk.flows.chunk\n"
-        "import firechunk.tasks.runners\n"
+        "import firechunk.cli, firechunk.api, firechunk.flows.rebuild\n"
+        "import firechunk.tasks.stages, firechunk.tasks.dashboard\n"
         "from firechunk import chunk_markdown\n"
         "assert chunk_markdown('# A\\n\\nSome text here.')\n"
     )

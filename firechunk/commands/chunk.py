@@ -12,7 +12,6 @@ from firechunk.commands.checks import DATA_DIR_HINT, check_writable_dir
 from firechunk.commands.exits import Destination, ExitCode, writing_into
 from firechunk.commands.options import DataDir, RunId
 from firechunk.commands.settings_options import with_settings
-from firechunk.commands.terminal import console
 from firechunk.settings import RunSettings
 from firechunk.words import counted, pages_phrase
 
@@ -45,7 +44,7 @@ def chunk(
     data/runs/ marked failed, data/latest is left as it was, and the command exits with
     status 1; a bad crawl file or data directory exits 2 before a run starts.
     """
-    from firechunk.commands.terminal import Terminal
+    from firechunk.commands.terminal import Terminal, console
     from firechunk.crawlfile import read_crawl
     from firechunk.pipeline import Request, run_pipeline
     from firechunk.publish import format_outcome, format_result
@@ -73,6 +72,7 @@ def chunk(
 
 
 def summary(written: Written, run_dir: Path) -> None:
+    from firechunk.commands.terminal import console
     from firechunk.run.write import read_quarantine
 
     report, changes = written.report, written.changes

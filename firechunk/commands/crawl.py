@@ -15,8 +15,8 @@ import typer
 
 from firechunk.commands.checks import check_data_dir, check_url
 from firechunk.commands.settings_options import Without, with_settings
+from firechunk.crawl import API_KEY_ENV
 from firechunk.crawl import DEFAULT_API_URL
-from firechunk.pipeline import FIRECRAWL_KEY_ENV
 from firechunk.settings import CrawlSettings
 
 
@@ -60,7 +60,7 @@ def crawl(
     check_data_dir(data_dir)
     outcome = run_crawl(
         crawl.target(),
-        api_key=os.environ.get(FIRECRAWL_KEY_ENV) or None,
+        api_key=os.environ.get(API_KEY_ENV) or None,
         data_dir=data_dir,
         settings=crawl.client_options(),
         name=name,

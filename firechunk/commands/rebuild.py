@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,10 +22,13 @@ from firechunk.commands.checks import check_data_dir, check_resolves, check_url
 from firechunk.commands.exits import CommandError, debugging
 from firechunk.commands.options import DataDir, RunId
 from firechunk.commands.settings_options import with_settings
+from firechunk.crawl import API_KEY_ENV
 from firechunk.crawl import DEFAULT_API_URL
-from firechunk.pipeline import FIRECRAWL_KEY_ENV, Request
-from firechunk.schemas.publish import PublishResult
 from firechunk.settings import CrawlSettings, DatabaseSettings, RunSettings, check_run_id
+
+if TYPE_CHECKING:
+    from firechunk.pipeline import Request
+    from firechunk.schemas.publish import PublishResult
 
 
 @with_settings
@@ -58,6 +61,8 @@ def rebuild(
     # Before anything runs: a typo, a bad file or a missing key costs nothing.
     _check_inputs(crawl, run, replay, data_dir, run_id)
     _check_extras(database, run.task_runner)
+    from firechunk.pipeline import Request
+
     request = Request(
         run=run, crawl=crawl, database=database, replay=replay, data_dir=data_dir, run_id=run_id
     )
@@ -113,7 +118,7 @@ def _check_crawl(request: Request, *, on_prefect: bool) -> None:
     from firechunk.crawl.runner import needs_api_key
 
     crawl = request.crawl
-    if not os.environ.get(FIRECRAWL_KEY_ENV) and needs_api_key(crawl.target(), request.data_dir):
+    if not os.environ.get(API_KEY_ENV) and needs_api_key(crawl.target(), request.data_dir):
         if not on_prefect:
             raise missing_key(crawl.secret_block, on_prefect=False)
         check_secret_block(crawl.secret_block)

@@ -13,7 +13,7 @@ import logging
 
 from firechunk.commands.exits import CommandError, ExitCode, classify
 from firechunk.commands.interrupts import quiet
-from firechunk.pipeline import FIRECRAWL_KEY_ENV as API_KEY_ENV
+from firechunk.crawl import API_KEY_ENV
 
 
 def missing_key(secret_block: str, on_prefect: bool = True) -> CommandError:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from firechunk.crawl.runner import ClientOptions, CrawlOutcome, run_crawl
 
 DEFAULT_API_URL = "https://api.firecrawl.dev"
+API_KEY_ENV = "FIRECRAWL_API_KEY"  # where a run without Prefect Secret blocks finds the key
 
 _HOMES = {
     "CrawlError": "firechunk.crawl.errors",
@@ -29,6 +30,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "API_KEY_ENV",
     "DEFAULT_API_URL",
     "CrawlError",
     "CrawlOutcome",
