@@ -15,8 +15,7 @@ import typer
 
 from firechunk.commands.checks import check_data_dir, check_url
 from firechunk.commands.settings_options import Without, with_settings
-from firechunk.crawl import API_KEY_ENV
-from firechunk.crawl import DEFAULT_API_URL
+from firechunk.crawl import API_KEY_ENV, DEFAULT_API_URL
 from firechunk.settings import CrawlSettings
 
 

@@ -22,8 +22,7 @@ from firechunk.commands.checks import check_data_dir, check_resolves, check_url
 from firechunk.commands.exits import CommandError, debugging
 from firechunk.commands.options import DataDir, RunId
 from firechunk.commands.settings_options import with_settings
-from firechunk.crawl import API_KEY_ENV
-from firechunk.crawl import DEFAULT_API_URL
+from firechunk.crawl import API_KEY_ENV, DEFAULT_API_URL
 from firechunk.settings import CrawlSettings, DatabaseSettings, RunSettings, check_run_id
 
 if TYPE_CHECKING:
