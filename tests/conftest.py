@@ -17,9 +17,7 @@ the marks keep up with the tests.
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -130,31 +128,6 @@ def prefect_api(tmp_path_factory):
         prefect_test_harness(server_startup_timeout=180),
     ):
         yield
-
-
-@pytest.fixture
-def migrated_prefect_home(prefect_api, tmp_path) -> Path:
-    """A Prefect home whose database is already migrated (a copy of the test server's): a
-    fresh one takes 20-30 s to migrate as the command's temporary API starts."""
-    home = tmp_path / "prefect-home"
-    home.mkdir()
-    copy_prefect_database(home)
-    return home
-
-
-def copy_prefect_database(home: Path) -> None:
-    """The test server's database copied to `home`/prefect.db (replacing one there)."""
-    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
-
-    url = PREFECT_SERVER_DATABASE_CONNECTION_URL.value()
-    prefix = "sqlite+aiosqlite:///"
-    if not url or not url.startswith(prefix):
-        pytest.skip(f"the test server's database is not a SQLite file: {url}")
-    with (
-        sqlite3.connect(url.removeprefix(prefix)) as source,
-        sqlite3.connect(home / "prefect.db") as copy,
-    ):
-        source.backup(copy)
 
 
 @pytest.fixture(scope="session")

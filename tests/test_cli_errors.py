@@ -381,40 +381,6 @@ def _rebuild_offline(tmp_path: Path, env: dict[str, str], *block: str):
     )  # fmt: skip
 
 
-@pytest.fixture
-def home_with_a_secret_block(prefect_api, tmp_path: Path) -> Path:
-    """A Prefect home whose database (no server serving it) holds the Secret block
-    `firechunk-home-key`: saved on the tests' server, whose database is copied after."""
-    from prefect.blocks.system import Secret
-
-    from tests.conftest import copy_prefect_database
-
-    Secret(value=CANARY_KEY).save("firechunk-home-key", overwrite=True)
-    home = tmp_path / "home-with-a-block"
-    home.mkdir()
-    copy_prefect_database(home)
-    return home
-
-
-def test_without_a_server_the_missing_key_is_said_first_even_offline(
-    tmp_path: Path, home_with_a_secret_block: Path, audit: Audit
-):
-    """No PREFECT_API_URL: the database the temporary API would serve is read directly,
-    and nothing starts (the host not resolving is said only once a key is found)."""
-    env = {**_env(tmp_path, key=None), "PREFECT_HOME": str(home_with_a_secret_block)}
-    missing = _rebuild_offline(tmp_path, audit.env(env), "--secret-block", "no-such-block")
-    assert missing.returncode == ExitCode.BAD_INPUT, missing.stderr
-    line = _one_line(missing.stderr)
-    assert "no Firecrawl API key" in line and "'no-such-block'" in line, line
-    assert "temporary server" not in missing.stdout + missing.stderr
-    assert audit.processes() == []  # no server was started to read the block
-    assert audit.network() == []  # nor asked: its database was read; nor Firecrawl's host
-
-    found = _rebuild_offline(tmp_path, env, "--secret-block", "firechunk-home-key")
-    assert found.returncode == ExitCode.NETWORK, found.stderr
-    assert "DNS lookup of no-such-host.invalid failed" in _one_line(found.stderr)
-
-
 def test_with_a_server_the_secret_block_is_asked_of_it_briefly(tmp_path: Path, prefect_api):
     from prefect.blocks.system import Secret
     from prefect.settings import PREFECT_API_URL
@@ -673,7 +639,7 @@ def test_help_documents_the_exit_codes():
 def test_a_crawl_job_that_never_completes_ends_the_rebuild_after_max_wait(tmp_path: Path):
     """The night ends with exit 3 and the job kept for the next run to resume, rather than
     polling for ever while every later night queues behind it; the crawl is never retried
-    (its wait is spent). 90 s bounds `--max-wait 10` plus the temporary API's start."""
+    (its wait is spent). 90 s bounds `--max-wait 10` and the start-up."""
     with FakeFirecrawl(served_pages(), api_key=CANARY_KEY, scraping_polls=10**6) as server:
         started = time.monotonic()
         result = _run(

@@ -1,15 +1,13 @@
 """Ctrl-C and SIGTERM in any command: exit 130 at once, with one line saying what was kept.
 
-A terminal's Ctrl-C reaches every process of the command's process group at once. When
-each process reacted on its own, the chunking workers each printed a traceback and
-Prefect's temporary API died first, so the interrupted flow spent minutes retrying its
-last reports to it. Now only the command reacts (the workers ignore both signals, and the
-API runs in a session of its own: `firechunk.run.executors`, `tasks.runners`): SIGINT and
+A terminal's Ctrl-C reaches every process of the command's process group at once. Only
+the command reacts (the chunking workers ignore both signals: `firechunk.run.executors`,
+or they would each print a traceback): SIGINT and
 SIGTERM raise KeyboardInterrupt in it, the work unwinds (each stage marks its run
 interrupted, workers are killed, the embedded Postgres is stopped), and `handled` ends the
 command here: the run marked, one line, exit status 130 (128 + SIGINT, as a shell reports
 a command Ctrl-C ended). A second signal ends the process at once: whatever it was waiting
-for, its workers and temporary API die with it, and the next command stops an embedded
+for, its workers die with it, and the next command stops an embedded
 Postgres it left.
 """
 
