@@ -198,3 +198,22 @@ def test_version_and_runs_list_each_run_with_its_verdict(tmp_path: Path):
     published = next(line for line in lines if "<- latest" in line)
     assert published.split()[1:6] == ["passed", "13", "17", "2", "17"]
     assert any(line.startswith("half-done") and "unfinished" in line for line in lines)
+
+
+def test_a_smaller_hard_limit_alone_brings_the_unset_limits_down(tmp_path: Path):
+    """`--hard-tokens 500` alone: the soft limit follows it down, as in `RunSettings`; a
+    soft limit given over it is refused, naming the limits."""
+    chunked = run_cli("chunk", str(SAMPLE), "--out", str(tmp_path / "out"), "--hard-tokens", "500")
+    assert chunked.returncode == 0, chunked.stderr
+    settings = json.loads((tmp_path / "out" / "run.json").read_text())["settings"]
+    assert (settings["min_tokens"], settings["soft_tokens"], settings["hard_tokens"]) == (
+        100, 500, 500
+    )  # fmt: skip
+    chunks = json.loads((tmp_path / "out" / "chunks.json").read_text())
+    assert max(chunk["metadata"]["token_count"] for chunk in chunks) <= 500
+    refused = run_cli(
+        "chunk", str(SAMPLE), "--out", str(tmp_path / "no"), "--hard-tokens", "500",
+        "--soft-tokens", "600",
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "got 100, 600, 500" in refused.stderr

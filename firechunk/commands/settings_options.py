@@ -97,17 +97,23 @@ def _option(name: str, field: FieldInfo) -> inspect.Parameter:
         envvar=cli.envvar,
         min=bounds.get("ge"),
         max=bounds.get("le"),
-        show_default=default not in (None, []),
+        show_default=_shown(default),
     )
-    annotation = field.annotation
-    if get_origin(annotation) is list:  # typer: a repeatable option, None when not given
-        annotation, default = annotation | None, None
+    # None when not given, so the section applies its own defaults and rules (an unset
+    # soft limit follows a smaller --hard-tokens); the help still shows the default.
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
-        default=default,
-        annotation=Annotated[annotation, option],
+        default=None,
+        annotation=Annotated[field.annotation | None, option],
     )
+
+
+def _shown(default: object) -> bool | str:
+    """The default as the help shows it; none for an empty one."""
+    if default in (None, []):
+        return False
+    return str(default).lower() if isinstance(default, bool) else str(default)
 
 
 def _cli(field: FieldInfo) -> Cli:
@@ -124,9 +130,9 @@ def _build(section: type[BaseModel], without: frozenset[str], options: dict[str,
     keeps its default, and an option of the command's own by that name (search's
     `--collection`) stays the command's."""
     offered = section.model_fields.keys() - without
-    given = {name: options.pop(name) for name in list(options) if name in offered}
+    taken = {name: options.pop(name) for name in list(options) if name in offered}
     try:
-        return section(**{name: value for name, value in given.items() if value is not None})
+        return section(**{name: value for name, value in taken.items() if value is not None})
     except ValidationError as error:
         problem = error.errors()[0]
         field = str(problem["loc"][0]) if problem["loc"] else None
