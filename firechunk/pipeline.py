@@ -1,5 +1,5 @@
 """The pipeline, declared once: crawl -> prune -> start -> chunk -> write -> validate ->
-publish -> load (`STAGES`).
+publish (-> prune again) -> load (`STAGES`).
 
 Every way of running firechunk runs `run_pipeline`: `firechunk chunk` and `firechunk
 rebuild` in this process, and the Prefect `rebuild` flow (the deployments) with each stage
@@ -171,6 +171,8 @@ def run_pipeline(
         night.outcome = stage("validate", validate_stage, night.start)
         if request.out is None:
             night.result = stage("publish", publish_stage, night.start, night.outcome)
+            if night.result.published:  # the run it replaced may now be one too many
+                night.removed += stage("prune", prune, request, night.crawl_file, listener)
         if night.start.data_dir is not None:
             night.seconds["total"] = record_seconds(night.start.run_dir, night.seconds)
         if request.database.load and night.result is not None and night.result.published:
@@ -224,10 +226,10 @@ def crawl(request: Request, secrets: Secrets, listener: Listener) -> Path:
 
 
 def prune(request: Request, crawl_file: Path, listener: Listener) -> list[str]:
-    """Before a run takes space: ended runs and raw crawls beyond the `keep_runs` newest,
+    """Ended runs and raw crawls beyond the `keep_runs` newest,
     never `crawl_file`'s (`firechunk.retention`); 0 keeps every run. Failed nights must not
-    fill the disk, so this runs whether the last night was published or not. A removal
-    that fails is said, not raised: the next run tries again."""
+    fill the disk, so this runs as every run starts, and again once one is published. A
+    removal that fails is said, not raised: the next run tries again."""
     keep, data_dir = request.run.keep_runs, request.data_dir
     try:
         removed = prune_runs(data_dir, keep) + prune_raw_crawls(data_dir, keep, spare=crawl_file)
