@@ -13,6 +13,7 @@ import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import prefect
 import pytest
@@ -518,6 +519,7 @@ def test_batches_that_never_come_back_stop_the_chunk_stage_instead_of_hanging(pr
     """A batch that does not come back within `run.batch_timeout` ends the wait with
     ChunkingStalled, naming how many came back, rather than the flow run waiting for ever."""
     from prefect import task
+    from prefect.futures import PrefectFuture
     from prefect.task_runners import ThreadPoolTaskRunner
 
     from firechunk.tasks.chunk import as_finished
@@ -531,8 +533,11 @@ def test_batches_that_never_come_back_stop_the_chunk_stage_instead_of_hanging(pr
     @prefect.flow
     def waits() -> tuple[list[float], str]:
         came_back: list[float] = []
+        runner: ThreadPoolTaskRunner[float]
         with ThreadPoolTaskRunner(max_workers=2) as runner:
-            futures = [runner.submit(takes, {"seconds": s}) for s in (0.1, 6.0)]
+            futures: list[PrefectFuture[Any]] = [
+                runner.submit(takes, {"seconds": s}) for s in (0.1, 6.0)
+            ]
             try:
                 for future in as_finished(futures, timeout=2.0):
                     came_back.append(future.result())

@@ -99,7 +99,7 @@ def _option(name: str, field: FieldInfo) -> inspect.Parameter:
         max=bounds.get("le"),
         show_default=default not in (None, []),
     )
-    annotation = field.annotation
+    annotation: Any = field.annotation  # a type built at run time: `list[str] | None`
     if get_origin(annotation) is list:  # typer: a repeatable option, None when not given
         annotation, default = annotation | None, None
     return inspect.Parameter(
