@@ -33,8 +33,9 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	PROPERTY_EXAMPLES=15 $(BIN)/python -m pytest -q -m "not slow"
 
+# ruff, then mypy over what [tool.mypy] in pyproject.toml names (the package, tests, bench).
 lint: $(STAMP)
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .

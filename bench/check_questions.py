@@ -193,20 +193,20 @@ def main(path: Path) -> int:
     if len(rows) < 200:
         errors.append(f"{len(rows)} questions in all, fewer than 200")
 
-    for i in infos:
-        print("info:", i)
-    for w in warnings:
-        print("warning:", w)
-    for e in errors:
-        print("ERROR:", e)
+    for info in infos:
+        print("info:", info)
+    for warning in warnings:
+        print("warning:", warning)
+    for error in errors:
+        print("ERROR:", error)
     print()
     print(f"{len(rows)} questions on {len(per_page)} pages")
     for corpus in SHORT:
         rs = by_crawl.get(corpus, [])
         splits = Counter(r["split"] for r in rs)
-        pages = len({r["url"] for r in rs})
+        asked_pages = len({r["url"] for r in rs})
         tune, held = splits["tune"], splits["held"]
-        print(f"  {corpus}: {len(rs)} ({tune} tune, {held} held), {pages} pages")
+        print(f"  {corpus}: {len(rs)} ({tune} tune, {held} held), {asked_pages} pages")
     splits = Counter(r["split"] for r in rows)
     print(f"  all: {splits['tune']} tune, {splits['held']} held")
     print("OK" if not errors else f"{len(errors)} errors")

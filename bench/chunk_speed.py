@@ -93,7 +93,8 @@ def log(message: str) -> None:
 
 
 def page_texts(crawl: CrawlResult) -> list[str]:
-    return [page.markdown or "" for page in crawl.data]
+    # A page whose markdown is not text is one firechunk quarantines: nothing to chunk.
+    return [page.markdown if isinstance(page.markdown, str) else "" for page in crawl.data]
 
 
 def load_groups(corpus: Path, encoding: Any) -> list[Group]:

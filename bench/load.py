@@ -279,7 +279,7 @@ def measure_loads(data_dir: Path, args: argparse.Namespace) -> dict:
     """Throughput and the three loads with their checks, on one database."""
     embedder = TimedEmbedder(local_embedder(args.batch_size))
     full = published_run(data_dir, "full")
-    figures = {"throughput": throughput(embedder.inner, full.chunks, args)}
+    figures: dict[str, object] = {"throughput": throughput(embedder.inner, full.chunks, args)}
     full_ids, changed_ids = run_ids(data_dir, "full"), run_ids(data_dir, "changed")
     with connect(None, data_dir) as conn:
         conn.autocommit = True
@@ -389,7 +389,7 @@ def database_facts(conn) -> dict:
 def first_load_memory(full_crawl: Path, data_dir: Path, work: Path, chunks: int) -> dict:
     """The full crawl's first pages, up to about `chunks` chunks of the full run, chunked
     into a data directory of their own and loaded by `firechunk load` in a new process."""
-    per_page = {}
+    per_page: dict[str, int] = {}
     for row in orjson.loads(DataDir(data_dir).run("full").chunks_json.read_bytes()):
         url = row["metadata"]["sourceUrl"]
         per_page[url] = per_page.get(url, 0) + 1

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from firechunk.atomic import write_json
 from firechunk.layout import RunDir
-from firechunk.settings import RunSettings
+from firechunk.settings import RunSettings, TaskRunnerKind
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_DIR = ROOT.parent / "shared" / "corpus"
@@ -115,8 +115,9 @@ def scaled_replay(files: list[Path], pages: int, out: Path) -> Path:
     return write_crawl(out, [variant(templates, number) for number in range(pages)])
 
 
-def measure(crawl_file: Path, data_dir: Path, repeat: int, task_runner: str) -> dict:
+def measure(crawl_file: Path, data_dir: Path, repeat: int, task_runner: TaskRunnerKind) -> dict:
     from firechunk.flows.rebuild import rebuild
+    from firechunk.schemas.publish import PublishResult
 
     def one(workers: int, run_id: str) -> dict[str, float]:
         busy_before = machine_busy_seconds()
@@ -129,6 +130,8 @@ def measure(crawl_file: Path, data_dir: Path, repeat: int, task_runner: str) -> 
         )
         seconds = time.perf_counter() - started
         busy = machine_busy_seconds() - busy_before
+        if not isinstance(result, PublishResult):  # an unpublished run fails the flow: raised
+            raise SystemExit(f"rebuild {run_id} ended {result}")
         report = json.loads(RunDir(result.run_dir).report_json.read_text(encoding="utf-8"))
         return {
             "rebuild": seconds,

@@ -87,7 +87,7 @@ from firechunk.atomic import write_json
 from firechunk.crawlfile import read_crawl
 from firechunk.embedders import MINILM_MAX_TOKENS, EmbedderError
 from firechunk.run.memory import chunk_crawl
-from firechunk.schemas.page import CrawlResult
+from firechunk.schemas.page import CrawledPage, CrawlResult
 from firechunk.tokens import get_encoding
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,10 +184,10 @@ def load_corpus(folder: Path, name: str, encoding: Any) -> Corpus:
     tokens: dict[str, int] = {}
     words: dict[str, str] = {}
     for page in crawl.data:
-        key = page_key(page.metadata.source_url)
+        key = page_key(page.url)
         if key not in tokens:
-            tokens[key] = len(encoding.encode_ordinary(page.markdown or ""))
-            words[key] = normalise(page.markdown or "")
+            tokens[key] = len(encoding.encode_ordinary(markdown_of(page)))
+            words[key] = normalise(markdown_of(page))
     return Corpus(name, crawl, tokens, words)
 
 
@@ -274,12 +274,17 @@ def firechunk_pieces(crawl: CrawlResult, make: PieceMaker) -> list[Piece]:
     return pieces
 
 
+def markdown_of(page: CrawledPage) -> str:
+    """A page's markdown; "" when it is not text (firechunk quarantines such a page)."""
+    return page.markdown if isinstance(page.markdown, str) else ""
+
+
 def peer_pieces(crawl: CrawlResult, split: Splitter, make: PieceMaker) -> list[Piece]:
     """Each page's markdown chunked on its own; every chunk cites its page."""
     return [
-        make(text, headings, page.metadata.source_url)
+        make(text, headings, page.url)
         for page in crawl.data
-        for text, headings in split(page.markdown or "")
+        for text, headings in split(markdown_of(page))
         if text.strip()
     ]
 
@@ -994,7 +999,9 @@ def main(
     """Rank firechunk's and its peers' chunks for the questions of one half, per crawl."""
     load_before = os.getloadavg()[0]
     if split not in SPLITS:
-        raise typer.BadParameter(f"{split}: expected one of {', '.join(SPLITS)}", "--split")
+        raise typer.BadParameter(
+            f"{split}: expected one of {', '.join(SPLITS)}", param_hint="--split"
+        )
     encoding = get_encoding(ENCODING)
     peer_keys = set(parse_list(only, [p.key for p in PEERS], "--only")) if only else None
     asked = load_questions(questions, split)

@@ -49,11 +49,20 @@ def log(message: str) -> None:
 
 
 class Indexable(Protocol):
-    """What a retriever reads of a chunk (`retrieval.Piece` is one)."""
+    """What a retriever reads of a chunk (`retrieval.Piece`, frozen, is one)."""
 
-    text: str
-    heading: str  # title > breadcrumb, or the peer's header metadata; "" when none
-    indexed: str  # the text, or the heading line then the text (`--with-headings`)
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def heading(self) -> str:
+        """title > breadcrumb, or the peer's header metadata; "" when none."""
+        ...
+
+    @property
+    def indexed(self) -> str:
+        """The text, or the heading line then the text (`--with-headings`)."""
+        ...
 
 
 Ranker = Callable[[str], np.ndarray]  # a question -> one score per chunk, higher is better

@@ -176,6 +176,12 @@ def word(number: int) -> str:
     return letters
 
 
+def _line_start(line: str) -> str:
+    """The markers a line starts with (heading, list item, quote, table row); maybe none."""
+    match = _LINE_START.match(line)
+    return match.group(0) if match else ""
+
+
 def variant(templates: list[dict], number: int) -> dict:
     """Page `number` of the replay: a corpus page with a URL and a word of its own."""
     template = templates[number % len(templates)]
@@ -186,7 +192,7 @@ def variant(templates: list[dict], number: int) -> dict:
     lines = []
     for line in template["markdown"].split("\n"):
         if _LETTER.search(line) and not line.lstrip().startswith(("```", "~~~")):
-            cut = _LINE_START.match(line).end()
+            cut = len(_line_start(line))
             line = f"{line[:cut]}{own} {line[cut:]}"
         lines.append(line)
     return {"markdown": "\n".join(lines), "metadata": metadata}
@@ -200,7 +206,7 @@ def edit(page: dict) -> dict:
         f"This paragraph about {page['metadata']['title'].split()[0]} was revised last night."
     )
     for n, line in enumerate(lines):
-        if _LETTER.search(line) and not _LINE_START.match(line).group(0).strip():
+        if _LETTER.search(line) and not _line_start(line).strip():
             lines[n] = f"{line} {sentence}"
             break
     else:
@@ -295,20 +301,25 @@ def child(args: argparse.Namespace) -> int:
     from prefect.client.orchestration import get_client
 
     from firechunk.flows.rebuild import rebuild as rebuild_flow
+    from firechunk.schemas.publish import PublishResult
+    from firechunk.settings import RunSettings
 
     imported = time.perf_counter()
     with get_client(sync_client=True) as client:  # starts the temporary API, as the flow would
         client.hello()
     api_ready = time.perf_counter()
     result = rebuild_flow(
-        replay=args.child, data_dir=args.data_dir, workers=args.workers, run_id=args.run_id
+        replay=args.child,
+        data_dir=args.data_dir,
+        run=RunSettings(workers=args.workers),
+        run_id=args.run_id,
     )
     done = time.perf_counter()
     phases = {
         "imports": imported - started,
         "api_start": api_ready - imported,
         "flow": done - api_ready,
-        "published": result.published,
+        "published": isinstance(result, PublishResult) and result.published,
     }
     print("PHASES " + json.dumps(phases), flush=True)
     return 0

@@ -65,7 +65,7 @@ def chunk_and_load(corpus: Path, work: Path, conn, embedder) -> dict[str, dict]:
     if not DataDir(data_dir).latest.exists():
         start = start_run(data_dir, settings=RunSettings(collection=corpus.stem), source=corpus)
         _, outcome, published = run_here(start, corpus)
-        if not published.published:
+        if published is None or not published.published:
             raise SystemExit(f"{corpus.name}: the run was not published ({outcome})")
     run = published_run(data_dir, collection=corpus.stem)
     result = load_run(conn, run, embedder, say=lambda line: print(line, file=sys.stderr))
@@ -103,8 +103,11 @@ def ranking(judged: Judged, fusion: Fusion | None, side: str = "") -> list[bool]
     """The hits in rank order: fused with `fusion`, or one side alone."""
     if fusion is None:
         index = 0 if side == "vector" else 1
-        ranked = sorted((c for c in judged.candidates if c[index]), key=lambda c: c[index])
-        return [c[2] for c in ranked]
+        ranked = sorted(
+            ((rank, candidate[2]) for candidate in judged.candidates if (rank := candidate[index])),
+            key=lambda pair: pair[0],
+        )
+        return [hit for _, hit in ranked]
 
     def score(c):
         vector = fusion.vector_weight / (fusion.rrf_k + c[0]) if c[0] else 0.0

@@ -147,13 +147,20 @@ def table(times: Times, trees: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _stage_seconds(run: tuple[float, float, float | None]) -> float:
+    """A `chunk` run's chunk stage seconds: every one writes a report that has them."""
+    if run[2] is None:
+        raise SystemExit("firechunk chunk wrote no report.json")
+    return run[2]
+
+
 def fixed_cost(times: Times, trees: list[str]) -> str:
     """Per tree: the chunk stage's median seconds, `chunk` against 3 x that stage + 4 s, and
     `rebuild` over `chunk`, the median of each round's own ratio (both ran in that round)."""
     lines = []
     for tree in trees:
         chunk, rebuild = times[("chunk", tree)], times[("rebuild", tree)]
-        stage = statistics.median(run[2] for run in chunk)
+        stage = statistics.median(_stage_seconds(run) for run in chunk)
         budget = 3 * stage + 4
         ratio = statistics.median(r[0] / c[0] for r, c in zip(rebuild, chunk, strict=True))
         lines.append(

@@ -6,6 +6,23 @@ exported lazily (module `__getattr__`), so `import firechunk` (and `firechunk --
 loads none of the chunker, the run or the database until one of them is used.
 """
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers; nothing imported at run time
+    from firechunk.api import (
+        Chunk,
+        ChunkConfig,
+        ChunkedCrawl,
+        HuggingFaceSizer,
+        PageRejected,
+        Sizer,
+        TiktokenSizer,
+        chunk_crawl,
+        chunk_markdown,
+        load,
+        search,
+    )
+
 __version__ = "0.1.0"
 
 __all__ = [

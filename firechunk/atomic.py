@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import IO, Any
 
 
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
-    """Call `write` with a temporary binary file, then rename it to `path`."""
+def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> Path:
+    """Call `write` with a temporary binary file (what it returns is ignored), then
+    rename it to `path`."""
     with atomic_open(path) as handle:
         write(handle)
     return Path(path)

@@ -60,7 +60,11 @@ class EmbedderError(RuntimeError):
 
 class Embedder(Protocol):
     model: str  # stored in the database's sync table; a change triggers a re-embed
-    dimensions: int
+
+    @property
+    def dimensions(self) -> int:
+        """The length of each vector (a remote model's may be known only once it answers)."""
+        ...
 
     def windows(self, heading: str, text: str) -> list[str]:
         """The texts to embed for a chunk with this breadcrumb line and text: one for a
@@ -541,6 +545,8 @@ class OpenAIEmbedder:
 
     def _log_retry(self, state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
+        if error is None:  # only an exception is retried (`retry_if_exception_type`)
+            return
         why = str(error) if isinstance(error, _RetryableAnswer) else self._describe(error)
         wait = state.next_action.sleep if state.next_action else 0.0
         log.warning(

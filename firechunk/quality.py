@@ -88,7 +88,7 @@ def check_run(
     chrome = chrome_lines([page.markdown for page in crawl.data])
     _check_chrome(run.chunks, frozenset().union(*chrome), counter, figures)
     for page, record, page_chrome in zip(crawl.data, run.pages, chrome, strict=True):
-        if record.status != "chunked":
+        if record.status != "chunked" or not isinstance(page.markdown, str):
             continue
         chunks = by_url.get(record.canonical_url, [])
         cleaned = clean_markdown(page.markdown, chrome=page_chrome)
@@ -213,7 +213,7 @@ def _page_headings(lines: list[str]) -> list[tuple[int, int, str]]:
 
 
 def _check_headings(lines, chunks: list[Chunk], figures) -> None:
-    covered = set()
+    covered: set[str] = set()
     for chunk in chunks:
         covered.update(filter(None, (chunk.data.headers.h1, chunk.data.headers.h2)))
         chunk_lines = chunk.data.text.split("\n")
@@ -293,11 +293,11 @@ def _code_line_flags(lines: list[str]) -> list[bool]:
     return flags
 
 
-def _headers_per_line(lines: list[str], title: str) -> list[tuple[str | None, str | None]]:
+def _headers_per_line(lines: list[str], title: str) -> list[tuple[str, str | None]]:
     headings = {i: (level, text) for i, level, text in _page_headings(lines)}
     first_h1 = next((text for level, text in headings.values() if level == 1), None) or title
     h1, h2 = first_h1, None
-    out = []
+    out: list[tuple[str, str | None]] = []
     for i in range(len(lines)):
         if i in headings and headings[i][0] <= 2:
             level, text = headings[i]

@@ -364,5 +364,7 @@ def token_limits(
     run (`firechunk.ChunkConfig`): a limit left None is not given, and follows as it does in
     the run settings; bad limits raise the run settings' own `ValidationError`."""
     given = {"soft_tokens": soft_tokens, "hard_tokens": hard_tokens, "min_tokens": min_tokens}
-    settings = RunSettings(**{name: value for name, value in given.items() if value is not None})
+    settings = RunSettings.model_validate(
+        {name: value for name, value in given.items() if value is not None}
+    )
     return settings.soft_tokens, settings.hard_tokens, settings.min_tokens

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -48,6 +48,9 @@ class Checked:
 class OmittedWhenNull:
     """A field whose key the JSON leaves out when it is None, so rows made before the
     field existed keep their bytes (Parquet, whose rows all have every column, says null)."""
+
+
+Marker = TypeVar("Marker", Stored, Checked, OmittedWhenNull)
 
 
 class Headers(BaseModel):
@@ -148,7 +151,7 @@ class Leaf:
         """Its key in the JSON row (a field's alias, else its name)."""
         return self.path[-1]
 
-    def marker(self, kind: type) -> Any | None:
+    def marker(self, kind: type[Marker]) -> Marker | None:
         """Its marker of type `kind`, or None."""
         return next((marker for marker in self.markers if isinstance(marker, kind)), None)
 

@@ -28,6 +28,11 @@ for name in flows tasks schemas expectations automations; do
         echo "wheel-check: $name/ is installed at the top of site-packages" >&2
         exit 1
     fi
+    # firechunk/$name is a link in the repository; the wheel holds the files themselves
+    if [ -L "$SITE/firechunk/$name" ] || [ ! -f "$SITE/firechunk/$name/__init__.py" ]; then
+        echo "wheel-check: firechunk/$name is not a folder of files in the wheel" >&2
+        exit 1
+    fi
 done
 
 cd "$WORK"  # outside the repository: nothing can come from the checkout

@@ -126,8 +126,7 @@ class FakeFirecrawl:
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._httpd.server_port}"
 
     @property
     def start_calls(self) -> int:

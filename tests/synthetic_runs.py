@@ -254,7 +254,7 @@ def synthetic_run(pages: int, chunks_per_page: int, tokens_per_chunk: int = 300)
     """A clean run of `pages * chunks_per_page` chunks, for timing validation."""
     builder = RunBuilder()
     for number in range(pages):
-        sections = [(None, prose(tokens_per_chunk, number * 1000))]
+        sections: list[tuple[str | None, str]] = [(None, prose(tokens_per_chunk, number * 1000))]
         sections += [
             (f"Section {index}", prose(tokens_per_chunk, number * 1000 + index))
             for index in range(1, chunks_per_page)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from firechunk.cli import app
@@ -385,7 +386,7 @@ def test_with_a_server_the_secret_block_is_asked_of_it_briefly(tmp_path: Path, p
     from prefect.blocks.system import Secret
     from prefect.settings import PREFECT_API_URL
 
-    Secret(value=CANARY_KEY).save("firechunk-server-key", overwrite=True)
+    Secret(value=SecretStr(CANARY_KEY)).save("firechunk-server-key", overwrite=True)
     env = {**_env(tmp_path, key=None), "PREFECT_API_URL": str(PREFECT_API_URL.value())}
     missing = _rebuild_offline(tmp_path, env, "--secret-block", "no-such-block")
     assert missing.returncode == ExitCode.BAD_INPUT, missing.stderr

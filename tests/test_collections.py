@@ -40,7 +40,7 @@ def publish(
     settings = RunSettings(allow_shrink=allow_shrink, collection=collection)
     start = start_run(data_dir, run_id, settings, source=crawl)
     _, outcome, published = run_here(start, crawl)
-    assert outcome.success and published.published, run_id
+    assert outcome.success and published is not None and published.published, run_id
     return data_dir
 
 

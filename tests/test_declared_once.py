@@ -38,7 +38,7 @@ def _path(leaf) -> str:
 
 def _arrow_leaves(arrow_type: pa.DataType, prefix: str = "") -> dict[str, pa.Field]:
     """The Arrow fields of a schema that are not structs, by dotted path."""
-    found = {}
+    found: dict[str, pa.Field] = {}
     for field in arrow_type:
         if pa.types.is_struct(field.type):
             found |= _arrow_leaves(field.type, f"{prefix}{field.name}.")
@@ -176,7 +176,9 @@ def _numbers(path: Path) -> list[tuple[int, float]]:
     return [
         (node.lineno, node.value)
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)  # True and False are ints too
     ]
 
 

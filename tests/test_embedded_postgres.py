@@ -88,7 +88,9 @@ def outside_state(data_dir: Path) -> dict[str, object]:
     state: dict[str, object] = {}
     for path in [*data_dir.parent.parents, data_dir.parent]:
         state[str(path)] = _owner_and_mode(path)
-    install = Path(importlib.util.find_spec("pgserver").origin).parent / "pginstall"
+    spec = importlib.util.find_spec("pgserver")
+    assert spec is not None and spec.origin is not None
+    install = Path(spec.origin).parent / "pginstall"
     for path in [install, *install.rglob("*")]:
         state[str(path)] = _owner_and_mode(path)
     for name in ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow"):
@@ -321,7 +323,7 @@ def published(tmp_path_factory) -> Path:
 
     data_dir = tmp_path_factory.mktemp("published") / "data"
     _, outcome, result = run_here(start_run(data_dir, "sample", source=SAMPLE), SAMPLE)
-    assert outcome.success and result.published
+    assert outcome.success and result is not None and result.published
     return data_dir
 
 

@@ -316,6 +316,15 @@ def vector(text: str, dimensions: int) -> list[float]:
     return [digest[i] - 127.5 for i in range(dimensions)]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A server that prints nothing for a client that went away (one the tests time out)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
+
+
 class FakeEmbeddings:
     """An OpenAI-compatible embeddings server on 127.0.0.1 (port 0), in a thread."""
 
@@ -324,9 +333,7 @@ class FakeEmbeddings:
         self.answers = deque(answers or [])
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.server.handle_error = lambda request, address: None  # a timed-out client
+        self.server = _QuietServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
@@ -375,6 +382,7 @@ class FakeEmbeddings:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
+                headers: dict[str, str]
                 if self.path != "/v1/embeddings":
                     status, headers, answer = 404, {}, {"error": {"message": "no such route"}}
                 else:

@@ -43,7 +43,7 @@ HOSTILE: dict[str, object] = {
 
 
 def crawl_file(tmp_path: Path) -> Path:
-    pages = [
+    pages: list[dict[str, object]] = [
         {"markdown": sentences(400, n, f"ok{n}"), "metadata": {"sourceURL": f"{BASE}/ok-{n}"}}
         for n in range(3)
     ]

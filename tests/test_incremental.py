@@ -73,6 +73,7 @@ def rebuild_here(
     written, _, result = run_here(
         start_run(data_dir, run_id, RunSettings(full=full), source=saved), saved
     )
+    assert result is not None  # a run with a data directory is published, or refused
     return result, written.changes
 
 

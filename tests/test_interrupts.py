@@ -301,9 +301,10 @@ def test_only_a_run_that_had_not_ended_is_marked_interrupted(tmp_path):
     out = start_out_run(tmp_path / "out", source=SAMPLE_CRAWL)
     RunDir(out.run_dir).write_status(RunStatus(run_id=out.run_id, status="passed"))
 
-    def mark(start) -> str:
+    def mark(start) -> str | None:
         mark_interrupted(start.data_dir, start.run_dir, start.run_id, "testing")
-        return RunDir(start.run_dir).read_status().status
+        status = RunDir(start.run_dir).read_status()
+        return status.status if status else None
 
     assert mark(runs["none"]) == "interrupted"
     assert mark(runs["failed"]) == "failed"

@@ -176,7 +176,7 @@ def test_the_nightly_is_scheduled_and_the_scheduler_logs_no_error(server):
         nightly = client.read_deployment_by_name("rebuild/supabase-nightly")
         scheduled = FlowRunFilter(
             deployment_id=FlowRunFilterDeploymentId(any_=[nightly.id]),
-            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["SCHEDULED"])),
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED])),
         )
         deadline = server.deployed_at + SCHEDULE_TIMEOUT
         while not (runs := client.read_flow_runs(flow_run_filter=scheduled)):
@@ -263,7 +263,9 @@ def fail_a_rebuild(server: Server, data_dir: Path):
         [sys.executable, "-c", script], cwd=ROOT, env=server.env, capture_output=True, timeout=120
     )
     assert done.returncode != 0
-    failed = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["FAILED"])))
+    failed = FlowRunFilter(
+        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.FAILED]))
+    )
     with get_client(sync_client=True) as client:
         [run] = client.read_flow_runs(flow_run_filter=failed)
     return run

@@ -303,6 +303,7 @@ def check_terminal_escapes(name: str, one_page: CrawlResult, run: ChunkRun) -> N
     (record,) = run.pages
     assert record.status == "chunked"
     markdown = one_page.data[0].markdown
+    assert isinstance(markdown, str)
     inside = outside = 0
     for chunk in run.chunks:
         lines = chunk.data.text.split("\n")

@@ -345,10 +345,10 @@ def assert_invariants(generated: Page, limits: Limits = DEFAULT) -> None:
     forced = 0
     for i, text in enumerate(texts):
         if not any(b.kind != HEADING for b in parse_blocks(text.split("\n"))):
-            before = texts[i - 1] if i else None
-            after = texts[i + 1] if i + 1 < len(texts) else None
+            previous = texts[i - 1] if i else None
+            following = texts[i + 1] if i + 1 < len(texts) else None
             codes = generated.code_blocks
-            assert forced_header_only(text, before, after, codes, limits), text[:200]
+            assert forced_header_only(text, previous, following, codes, limits), text[:200]
             forced += 1
 
     # No heading anchor or loading debris survives.
@@ -413,7 +413,9 @@ def content(text: str) -> str:
 def fenced_segments(text: str) -> list[tuple[str, list[str], str]]:
     """(opening line, body lines, closing line) of each fenced block of a chunk, nested in
     a list item or not."""
-    segments, opener, body = [], None, []
+    segments: list[tuple[str, list[str], str]] = []
+    opener: str | None = None
+    body: list[str] = []
     for line in text.split("\n"):
         match = _FENCE.match(_QUOTED.sub("", line))
         if opener is None:

@@ -22,12 +22,12 @@ from firechunk.layout import DataDir, RunDir
 from firechunk.publish import switch_latest
 from firechunk.retention import prune_raw_crawls, prune_runs
 from firechunk.schemas.job import CrawlJobState, CrawlTarget
-from firechunk.schemas.publish import RunStatus
+from firechunk.schemas.publish import RunState, RunStatus
 from firechunk.settings import RunSettings
 from tests.prefect_helpers import SAMPLE_CRAWL, artifacts_of, table_of
 
 
-def finished(data_dir, run_id: str, at: str, status: str = "passed"):
+def finished(data_dir, run_id: str, at: str, status: RunState = "passed"):
     run_dir = DataDir(data_dir).run(run_id).path
     run_dir.mkdir(parents=True)
     (run_dir / "chunks.json").write_text("[]\n")
@@ -74,6 +74,7 @@ def run_process():
             text=True,
         )
         started.append(holder)
+        assert holder.stdout is not None
         assert holder.stdout.readline() == "held\n", "the run's lock was not taken"
         return holder
 

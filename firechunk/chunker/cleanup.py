@@ -682,7 +682,7 @@ def _is_label_glue(text: str, at: int) -> bool:
     if " " not in before and " " in after:  # in the first word, and words follow
         return False
     left = before.rsplit(" ", 1)[-1]
-    right = re.match(r"[A-Za-z0-9]*", after).group(0)
+    right = re.split(r"[^A-Za-z0-9]", after, maxsplit=1)[0]  # the letters and digits from `at`
     if right.isupper():  # "PostgreSQL", "JWTs" style acronym suffix
         return False
     return len(left) >= 5 or (len(left) >= 2 and left.isupper())

@@ -51,6 +51,7 @@ import re
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Final
 
 from firechunk.chunker.syntax import (
     closes_fence,
@@ -59,7 +60,7 @@ from firechunk.chunker.syntax import (
     opening_fence,
 )
 
-NAVIGATION = "navigation"  # the `kind` of a chunk of an index page's link lists
+NAVIGATION: Final = "navigation"  # the `kind` of a chunk of an index page's link lists
 # An index page's words, and those of each chunk of it that is tagged, are more than this
 # share in link lines: on the shared corpus such pages and chunks hold 68-100%, a content
 # page at most 31%, the chunk of an index page that holds its prose 27%.

@@ -121,7 +121,9 @@ def last_sentence(text: str) -> str:
 
 def _is_heading(block: str) -> bool:
     lines = block.split("\n")
-    return bool(ATX_LINE.fullmatch(block)) or (len(lines) >= 2 and is_setext_underline(lines[-1]))
+    return bool(ATX_LINE.fullmatch(block)) or (
+        len(lines) >= 2 and bool(is_setext_underline(lines[-1]))
+    )
 
 
 def _without_fence_lines(text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from firechunk.chunker import boundaries
 from firechunk.chunker.blocks import HEADING, Block, count_block, parse_blocks
@@ -51,7 +52,7 @@ class DraftChunk:
     overlap: str = ""
     # "navigation" for a link list of an index page (`firechunk.chunker.navigation`), which
     # the loader keeps out of the vector index; None for content.
-    kind: str | None = None
+    kind: Literal["navigation"] | None = None
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 from firechunk.chunker.blocks import (
@@ -231,9 +232,10 @@ def _split_quote(quote: Block, lines: list[str], budget: Budget, count: Sizer) -
     pieces = _split_inner(quote.start, quote.end, inner, lines, budget, count)
     firsts = {block.start for block in inner}
     joined = pieces[:1]
-    for before, piece in zip(pieces, pieces[1:], strict=False):
-        if piece.joiner is None and piece.start in firsts and piece.start > before.end:
-            piece = piece._replace(joiner="\n" + "\n".join(lines[before.end : piece.start]) + "\n")
+    for previous, piece in zip(pieces, pieces[1:], strict=False):
+        if piece.joiner is None and piece.start in firsts and piece.start > previous.end:
+            between = lines[previous.end : piece.start]
+            piece = piece._replace(joiner="\n" + "\n".join(between) + "\n")
         joined.append(piece)
     return joined
 
@@ -302,8 +304,7 @@ def split_text(text: str, first_line: int, budget: Budget, count: Sizer) -> list
     for part_text, offset, joiner in parts:
         start = first_line + text.count("\n", 0, offset)
         end = start + part_text.count("\n") + 1
-        joiner = joiner if pieces else None
-        pieces.append(Piece(part_text, count(part_text), start, end, joiner))
+        pieces.append(Piece(part_text, count(part_text), start, end, joiner if pieces else None))
     return pieces
 
 
@@ -319,6 +320,11 @@ def _split_parts(
         return _split_parts(text, level + 1, budget, count, done)
     out: list[tuple[str, int, str]] = []
     current: tuple[int, int, str] | None = None  # the part being filled: start, end, joiner
+
+    def fits(last: int, first: int, limit: int) -> bool:
+        """Whether the text from `first` to the end of span `last` is within `limit`."""
+        return count(text[first : spans[last][1]]) <= limit
+
     index = 0
     while index < len(spans):
         start, end = spans[index]
@@ -327,11 +333,7 @@ def _split_parts(
             # The part takes the spans that fit: found by galloping, not span by span,
             # which recounts the growing part each time (quadratic on a giant paragraph).
             first, limit = current[0], budget.at(done + len(out))
-            last = furthest(
-                index - 2,
-                len(spans) - 1,
-                lambda j, first=first, limit=limit: count(text[first : spans[j][1]]) <= limit,
-            )
+            last = furthest(index - 2, len(spans) - 1, partial(fits, first=first, limit=limit))
             if last > index - 2:
                 current, index = (first, spans[last][1], current[2]), last + 1
                 continue
@@ -369,14 +371,16 @@ def _split_chars(
     text: str, budget: Budget, count: Callable[[str], int], done: int
 ) -> list[tuple[str, int, str]]:
     """Last resort for a 'word' over budget (a long URL, base64): cut by characters."""
-    out, position = [], 0
+
+    def fits(end: int, start: int, limit: int) -> bool:
+        return count(text[start:end]) <= limit
+
+    out: list[tuple[str, int, str]] = []
+    position = 0
     while position < len(text):
         limit = budget.at(done + len(out))
-        end = furthest(  # the longest prefix within the limit; at least one character
-            position + 1,
-            len(text),
-            lambda end, position=position, limit=limit: count(text[position:end]) <= limit,
-        )
+        # the longest prefix within the limit; at least one character
+        end = furthest(position + 1, len(text), partial(fits, start=position, limit=limit))
         out.append((text[position:end], position, ""))
         position = end
     return out
@@ -411,11 +415,11 @@ def fill_text(
     low, high = 0, len(words) - 1  # the words not yet in a piece, both ends included
     while low <= high:
         if from_end:  # the fewest words that still end at `high`: at least one
-            first = furthest(high, low, lambda i, high=high: fits(i, high))
+            first = furthest(high, low, partial(fits, last=high))
             ranges.insert(0, (first, high))
             high = first - 1
         else:
-            last = furthest(low, high, lambda j, low=low: fits(low, j))
+            last = furthest(low, high, partial(fits, low))
             ranges.append((low, last))
             low = last + 1
     while text_first and len(ranges) > 1:

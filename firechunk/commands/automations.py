@@ -154,8 +154,12 @@ def announce_applied(client: SyncPrefectClient) -> None:
         }
         for deployment in rebuild_deployments(client)
     ]
-    event = Event(
-        event=APPLIED, resource={"prefect.resource.id": "firechunk.automations"}, related=related
+    event = Event.model_validate(
+        {
+            "event": APPLIED,
+            "resource": {"prefect.resource.id": "firechunk.automations"},
+            "related": related,
+        }
     )
     client.request("POST", "/events", json=[event.model_dump(mode="json")]).raise_for_status()
 

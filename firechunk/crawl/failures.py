@@ -52,8 +52,9 @@ def where(error: BaseException) -> str | None:
         if url:
             return _host_port(str(url))
         pool = getattr(link, "pool", None)
-        if getattr(pool, "host", None):
-            return f"{pool.host}:{pool.port}" if pool.port else str(pool.host)
+        host, port = getattr(pool, "host", None), getattr(pool, "port", None)
+        if host:
+            return f"{host}:{port}" if port else str(host)
     return None
 
 

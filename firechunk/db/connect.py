@@ -13,7 +13,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from firechunk.db import embedded
 from firechunk.db.failures import DatabaseError, NotAPostgresUrl, explained, redact
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 DB_URL_ENV = "FIRECHUNK_DB_URL"
 # TCP keepalives, so a connection idle while chunks are embedded is not dropped by a
 # firewall or load balancer on the way to a remote database (ignored on a Unix socket).
-_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10}
+_KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10}
 
 
 def database_url(explicit: str | None) -> str | None:

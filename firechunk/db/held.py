@@ -64,11 +64,11 @@ def _read(url: str | None, data_dir: Path, collection: str, timeout: int) -> Hel
     # data directory that never loaded stays as fast as listing files.
     from firechunk.db.connect import connect
     from firechunk.db.embedded import EmbeddedUnavailable
-    from firechunk.db.schema import SYNC
+    from firechunk.db.schema import SYNC, has_tables
 
     try:
         with connect(url, data_dir, create=False, timeout=timeout) as conn:
-            if conn.execute("select to_regclass(%s)", [SYNC]).fetchone()[0] is None:
+            if not has_tables(conn):
                 return Held(collection)
             row = conn.execute(
                 f"select run_id, run_started, loaded_at, chunks, model, dimensions from {SYNC} "

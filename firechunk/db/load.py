@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -132,8 +133,9 @@ def load_run(
             _adopt_legacy_site(conn, run, say)
         previous = _sync_row(conn, run.collection)
         guard.check_order(previous)
-        reembed_all = previous is not None and previous[1:3] != (embedder.model, dimensions)
-        if reembed_all:
+        reembed_all = False
+        if previous is not None and previous[1:3] != (embedder.model, dimensions):
+            reembed_all = True
             say(
                 f"The embedding model changed ({previous[1]}, {previous[2]} dimensions -> "
                 f"{embedder.model}, {dimensions}): all {len(run.chunks)} chunks of "
@@ -379,7 +381,7 @@ def _value(column: Column, collection: str, chunk: RunChunk) -> object:
 
 
 # How psycopg is handed a value of these SQL types (binary COPY needs the exact type).
-_ADAPT: dict[str, Callable[[object], object]] = {"uuid": uuid.UUID, "text[]": list, "jsonb": Jsonb}
+_ADAPT: dict[str, Callable[[Any], object]] = {"uuid": uuid.UUID, "text[]": list, "jsonb": Jsonb}
 # An update finds a row by its key and never rewrites its text: the id is made from it.
 _KEY = ("collection", "chunk_id")
 _UPDATED = [column for column in CHUNKS_COLUMNS if column.name not in (*_KEY, "text")]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import psycopg
 
 from firechunk.db.load import COLLECTION_LOCK
-from firechunk.db.schema import CHUNKS, SYNC
+from firechunk.db.schema import CHUNKS, SYNC, has_tables
 
 
 class NameTaken(ValueError):
@@ -19,7 +19,7 @@ class NameTaken(ValueError):
 
 def holds(conn: psycopg.Connection, name: str) -> bool:
     """Whether the database has rows or a sync row of the collection `name`."""
-    if conn.execute("select to_regclass(%s)", [SYNC]).fetchone()[0] is None:
+    if not has_tables(conn):
         return False
     return bool(
         conn.execute(
@@ -33,7 +33,7 @@ def holds(conn: psycopg.Connection, name: str) -> bool:
 def rename_in_database(conn: psycopg.Connection, old: str, new: str) -> int:
     """Rename `old` to `new`; the number of chunks renamed (0: the database held nothing of
     `old`, or has no firechunk tables)."""
-    if conn.execute("select to_regclass(%s)", [SYNC]).fetchone()[0] is None:
+    if not has_tables(conn):
         return 0
     with conn.transaction():
         for name in sorted((old, new)):  # the same order in every process: no deadlock

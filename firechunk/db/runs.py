@@ -22,6 +22,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -184,7 +185,9 @@ def read_chunks(path: Path) -> tuple[RunChunk, ...]:
 def _chunk(row: dict) -> RunChunk:
     """The row's fields the database keeps in columns (`Stored` in `schemas.chunk`), each
     under its column's name, made storable; its metadata; the hash of the whole row."""
-    stored = {marker.column: _stored(marker, leaf.value_in(row)) for marker, leaf in _STORED}
+    stored: dict[str, Any] = {
+        marker.column: _stored(marker, leaf.value_in(row)) for marker, leaf in _STORED
+    }
     return RunChunk(
         **stored,
         metadata=_storable(row["metadata"]),
@@ -192,7 +195,7 @@ def _chunk(row: dict) -> RunChunk:
     )
 
 
-_STORED = [(leaf.marker(Stored), leaf) for leaf in chunk_leaves() if leaf.marker(Stored)]
+_STORED = [(marker, leaf) for leaf in chunk_leaves() if (marker := leaf.marker(Stored))]
 
 
 def _stored(stored: Stored, value: object) -> object:

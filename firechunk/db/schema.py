@@ -162,6 +162,12 @@ _MIGRATIONS: dict[int, list[str]] = {
 }
 
 
+def has_tables(conn: psycopg.Connection) -> bool:
+    """Whether the database has firechunk's tables: none before the first load."""
+    row = conn.execute("select to_regclass(%s)", [SYNC]).fetchone()
+    return row is not None and row[0] is not None
+
+
 def migrate(conn: psycopg.Connection, dimensions: int) -> None:
     """Create the tables, or bring them to `SCHEMA_VERSION`; inside the caller's
     transaction, so a failed migration leaves the database as it was."""
@@ -180,6 +186,8 @@ def column_dimensions(conn: psycopg.Connection) -> int:
         "select atttypmod from pg_attribute where attrelid = %s::regclass and attname = %s",
         [VECTORS, "embedding"],
     ).fetchone()
+    if row is None:
+        raise LookupError(f"{VECTORS} has no embedding column")
     return int(row[0])
 
 

@@ -21,7 +21,7 @@ from datetime import datetime
 
 import psycopg
 
-from firechunk.db.schema import CHUNKS, SYNC, VECTORS
+from firechunk.db.schema import CHUNKS, SYNC, VECTORS, has_tables
 from firechunk.embedders import Embedder
 
 K1 = 1.2
@@ -177,7 +177,7 @@ class Collection:
 
 def loaded_collections(conn: psycopg.Connection) -> list[Collection]:
     """Every loaded collection, by name; empty before the first load."""
-    if conn.execute("select to_regclass(%s)", [SYNC]).fetchone()[0] is None:
+    if not has_tables(conn):
         return []
     rows = conn.execute(
         f"select collection, run_id, loaded_at, chunks, model, dimensions from {SYNC} "

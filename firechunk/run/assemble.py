@@ -339,7 +339,7 @@ def primaries(
         content_hash = content_of(page)
         if content_hash is not None:
             groups.setdefault(content_hash, []).append(page.index)
-    primary_of = {}
+    primary_of: dict[int, int] = {}
     for members in groups.values():
         chosen = min(members, key=lambda i: (pages[i].canonical, i))
         primary_of.update((i, chosen) for i in members)
@@ -393,7 +393,7 @@ def chunked_record(
 
 
 def quarantine_records(
-    page: PlannedPage, reason: str | None, detail: str | None
+    page: PlannedPage, reason: str | None, detail: str
 ) -> tuple[QuarantineRecord, PageRecord]:
     """A quarantined page's record for `quarantine.jsonl` and its row in `pages.parquet`."""
     record = QuarantineRecord(

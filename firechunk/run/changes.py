@@ -196,13 +196,13 @@ def _check(path: Path, recorded: dict[str, str]) -> None:
         raise Unverified(_changed(path))
 
 
-def _chunk_ids(path: Path, recorded: dict[str, str]) -> dict[str, None]:
+def _chunk_ids(path: Path, recorded: dict[str, str]) -> dict[str, str | None]:
     """The chunk ids of a `chunks.json` (one row a line), hashed as they are read, so the
     ids returned are those of the bytes checked against the manifest."""
     if path.name not in recorded:
         raise Unverified(_unrecorded(path))
     digest = hashlib.sha256()
-    ids: dict[str, None] = {}
+    ids: dict[str, str | None] = {}  # no digests: each chunk is then an upsert
     readable = True
     try:
         with open(path, "rb") as handle:

@@ -30,7 +30,7 @@ def chrome_lines(
     crawl's text; the second pass picks each page's chrome lines by their hash.
     """
     distinct = {markdown for markdown in markdowns if isinstance(markdown, str)}
-    none = frozenset()
+    none: frozenset[str] = frozenset()
     if len(distinct) < min_pages:
         return [none] * len(markdowns)
     counts = Counter(

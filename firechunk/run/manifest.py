@@ -38,22 +38,29 @@ def damaged_files(run_dir: Path) -> list[str]:
 
 
 def _digests(run_dir: Path) -> dict[str, str]:
+    """Every file's sha256; a file that cannot be read fails the publish (a manifest
+    recording none for it could never find it damaged)."""
     manifest = RunDir(run_dir).manifest_json
     return {
-        path.relative_to(run_dir).as_posix(): _sha256(path)
+        path.relative_to(run_dir).as_posix(): _read_sha256(path)
         for path in sorted(run_dir.rglob("*"))
         if path.is_file() and path.name != manifest.name and not path.name.startswith(".")
     }
 
 
 def _sha256(path: Path) -> str | None:
-    digest = hashlib.sha256()
+    """The file's sha256; None when it is missing or cannot be read."""
     try:
-        with open(path, "rb") as handle:
-            while block := handle.read(_CHUNK):
-                digest.update(block)
+        return _read_sha256(path)
     except OSError:
         return None
+
+
+def _read_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
     return digest.hexdigest()
 
 
@@ -69,5 +76,5 @@ def record_again(run_dir: Path, names: set[str]) -> None:
     files = recorded.get("files") if isinstance(recorded, dict) else None
     if not isinstance(files, dict) or not names:
         return
-    files.update({name: _sha256(run_dir / name) for name in names if name in files})
+    files.update({name: _read_sha256(run_dir / name) for name in names if name in files})
     write_json(manifest, recorded)

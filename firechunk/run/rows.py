@@ -7,7 +7,7 @@ exactly as `schemas.chunk.Chunk.to_json()` gives it: the model makes it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from firechunk.chunker.page import DraftChunk
@@ -43,7 +43,7 @@ def repeats_of(
 def page_rows(
     url: str,
     title: str,
-    drafts: list[DraftChunk],
+    drafts: Sequence[DraftChunk],
     text_hashes: list[str],
     aliases: list[str],
     seen: dict[str, str],
@@ -98,7 +98,7 @@ def chunk_row(
     aliases: list[str],
     previous: tuple[str, DraftChunk] | None,
     *,
-    also_on: list[dict[str, Any]] = (),
+    also_on: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The chunk's JSON object, made by the model (`schemas.chunk.Chunk`), so its keys,
     their order and a `kind` left out when None are the model's; `previous` is the kept

@@ -82,7 +82,6 @@ class ChunkFileWriter:
         self._stack = ExitStack()
         self._rows: list[dict[str, Any]] = []  # rows of the next Parquet row group
         self._lines = 0
-        self._parquet: pq.ParquetWriter | None = None
 
     def __enter__(self) -> ChunkFileWriter:
         parquet_file = self._stack.enter_context(atomic_open(self.paths[0]))

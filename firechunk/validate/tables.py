@@ -83,7 +83,9 @@ class ChunkFacts:
     h2: str | None
     chunk_index: int
     token_count: int
-    token_recount: int  # the run's TokenCounter over data.text
+    # the run's TokenCounter over data.text; None in a run made without validation facts
+    # (`ChunkerOptions.validation_facts`), which no suite checks
+    token_recount: int | None
     text_hash: str  # `content_hash(data.text)`
     prev_chunk_id: str | None
     heading_lines: frozenset[str]  # `heading_lines(data.text)`
@@ -104,6 +106,14 @@ def chunk_facts(chunk: Chunk, counter: TokenCounter) -> ChunkFacts:
         prev_chunk_id=chunk.data.overlap_text.prev_chunk_id,
         heading_lines=heading_lines(text),
     )
+
+
+def _recount(chunk: ChunkFacts) -> int:
+    if chunk.token_recount is None:
+        raise ValueError(
+            f"chunk {chunk.chunk_id} was not recounted: the run has no validation facts"
+        )
+    return chunk.token_recount
 
 
 def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pl.DataFrame]:
@@ -244,7 +254,7 @@ def page_rows(pages: list[PageRecord], index: _PageIndex) -> list[dict]:
         chunks = index.chunks_of(page)
         target = index.target(page)
         dropped = index.dropped_of(page)
-        found_tokens = sum(chunk.token_recount for chunk in chunks)
+        found_tokens = sum(_recount(chunk) for chunk in chunks)
         dropped_tokens = sum(duplicate.token_count for duplicate in dropped)
         accounted = found_tokens + dropped_tokens
         rows.append(
