@@ -67,7 +67,7 @@ class Dashboard(Listener):
 
     def stage_started(self, stage: StageName, request: Request) -> None:
         if stage == "chunk":
-            self._progress_id = create_progress_artifact(
+            self._progress_id = create_progress_artifact(  # type: ignore[assignment]
                 progress=0.0,
                 key=PROGRESS_KEY,
                 description="Pages chunked (of those not reused)",

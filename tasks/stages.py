@@ -87,8 +87,8 @@ def as_task(request: Request) -> StageCall:
     that raised raises here; one whose result says the run stops (`verdict`) ends in a
     state that says so, and its result goes on to the pipeline all the same."""
 
-    def call(stage: StageName, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        stage_task = task(_with_verdict(function), **task_options(stage, request))
+    def call(name: StageName, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        stage_task = task(_with_verdict(function), **task_options(name, request))
         state = stage_task(*args, return_state=True, **kwargs)
         result = state.result(raise_on_failure=False)
         if isinstance(result, BaseException):

@@ -96,11 +96,12 @@ def _on_prefect(request: Request) -> PublishResult:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from firechunk.commands.rebuild_checks import quiet_known_tracebacks
     from firechunk.flows.rebuild import rebuild as rebuild_flow
+    from firechunk.schemas.publish import PublishResult
 
     if not debugging():
         quiet_known_tracebacks()
     # A crawl error, a refused publish or a bug: `firechunk.commands.exits` says it.
-    return rebuild_flow(
+    result = rebuild_flow(
         crawl=request.crawl,
         run=request.run,
         database=request.database,
@@ -108,6 +109,9 @@ def _on_prefect(request: Request) -> PublishResult:
         data_dir=request.data_dir,
         run_id=request.run_id,
     )
+    # A run not published returns a Failed state, which the call raises as its error.
+    assert isinstance(result, PublishResult), result
+    return result
 
 
 def _check_crawl(request: Request, *, on_prefect: bool) -> None:

@@ -15,7 +15,7 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Optional, get_args, get_origin
 
 import annotated_types
 import typer
@@ -105,7 +105,7 @@ def _option(name: str, field: FieldInfo) -> inspect.Parameter:
         name,
         inspect.Parameter.KEYWORD_ONLY,
         default=None,
-        annotation=Annotated[field.annotation | None, option],
+        annotation=Annotated[Optional[field.annotation], option],  # noqa: UP045 (a run-time type)
     )
 
 

@@ -137,6 +137,7 @@ def start_run(
     baseline, then claim the run's directory (it is never the baseline)."""
     data_dir = Path(data_dir).resolve()  # GX needs absolute paths
     settings = declared(settings, source)
+    assert settings.collection is not None, "declared() names the collection, or raises"
     adopt_latest(data_dir)
     baseline = find_baseline(data_dir, settings.collection)
     run_id, run_dir = claim_run_dir(DataDir(data_dir).runs, run_id)
@@ -280,7 +281,11 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
             start.collection,
             assembled.row_digests,
             assembled.pages,
-            baseline=(start.baseline_id, start.baseline_dir) if start.baseline_dir else None,
+            baseline=(
+                (start.baseline_id, start.baseline_dir)
+                if start.baseline_id and start.baseline_dir
+                else None
+            ),
             full=start.settings.full,
             baseline_damaged=start.baseline_damaged,
             pages_rechunked=pages_chunked,
@@ -293,11 +298,11 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
 def _aside(start: RunStart, set_aside: Mapping[str, tuple[str, ...]]) -> Aside:
     """The pages to set aside, with the baseline's rows for them when its files are the
     ones published (a damaged baseline carries nothing forward)."""
-    usable = start.baseline_dir is not None and not start.baseline_damaged
+    usable = None if start.baseline_damaged else start.baseline_dir
     return Aside(
         pages=dict(set_aside),
-        rows=rows_of_pages(start.baseline_dir, set(set_aside)) if usable else {},
-        carried_from=start.baseline_id if usable else None,
+        rows=rows_of_pages(usable, set(set_aside)) if usable is not None else {},
+        carried_from=start.baseline_id if usable is not None else None,
     )
 
 
