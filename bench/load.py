@@ -8,7 +8,7 @@ The replay is `bench/scale.py`'s (imported from it, not copied): `--pages` pages
 from the distinct pages of `../shared/corpus/`, each with a URL and a made-up word of its
 own, and a second crawl with `--changed` of the pages changed (80 % edited, 10 % removed,
 10 % added). Both crawls are chunked without Prefect, as `firechunk chunk` does
-(`start_run` then `run_here` on a pool of `--workers` processes), into one data
+(`firechunk.pipeline.run_pipeline` on `--workers` processes), into one data
 directory, so the second run's baseline is the first. The database is the embedded
 PostgreSQL 18 + pgvector that `firechunk load` starts under the data directory when no
 URL is given; it starts empty and is stopped at the end.
@@ -69,8 +69,7 @@ from firechunk.db.runs import RunChunk, published_run
 from firechunk.db.schema import CHUNKS
 from firechunk.embedders import Embedder, local_embedder
 from firechunk.layout import DataDir
-from firechunk.run.executors import process_pool
-from firechunk.run.stages import run_here, start_run
+from firechunk.pipeline import Request, run_pipeline
 from firechunk.settings import RunSettings
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -169,8 +168,10 @@ def workspace(keep: Path | None) -> Iterator[Path]:
 def chunk_run(run_id: str, crawl: Path, data_dir: Path, workers: int) -> dict:
     """One run as `firechunk chunk` makes it, published as `data_dir/latest`."""
     started = time.perf_counter()
-    start = start_run(data_dir, run_id, RunSettings(workers=workers), source=crawl)
-    written, outcome, result = run_here(start, crawl, process_pool(workers))
+    settings = RunSettings(workers=workers)
+    night = run_pipeline(Request(run=settings, replay=crawl, data_dir=data_dir, run_id=run_id))
+    written, outcome, result = night.written, night.outcome, night.result
+    assert written is not None and outcome is not None
     seconds = time.perf_counter() - started
     if not (outcome.success and result is not None and result.published):
         raise SystemExit(f"run {run_id} was not published: {outcome}")

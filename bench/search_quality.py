@@ -41,7 +41,7 @@ from firechunk.db.search import CANDIDATES, RRF_K, TEXT_WEIGHT, VECTOR_WEIGHT, F
 from firechunk.db.search import search as product_search  # noqa: E402
 from firechunk.embedders import local_embedder  # noqa: E402
 from firechunk.layout import DataDir, RunDir  # noqa: E402
-from firechunk.run.stages import run_here, start_run  # noqa: E402
+from firechunk.pipeline import Request, run_pipeline  # noqa: E402
 from firechunk.settings import RunSettings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,8 +63,9 @@ def chunk_and_load(corpus: Path, work: Path, conn, embedder) -> dict[str, dict]:
     its collection; its chunks by id."""
     data_dir = work / corpus.stem
     if not DataDir(data_dir).latest.exists():
-        start = start_run(data_dir, settings=RunSettings(collection=corpus.stem), source=corpus)
-        _, outcome, published = run_here(start, corpus)
+        settings = RunSettings(collection=corpus.stem)
+        night = run_pipeline(Request(run=settings, replay=corpus, data_dir=data_dir))
+        outcome, published = night.outcome, night.result
         if published is None or not published.published:
             raise SystemExit(f"{corpus.name}: the run was not published ({outcome})")
     run = published_run(data_dir, collection=corpus.stem)

@@ -37,6 +37,7 @@ from firechunk.run.stages import (
     RunStart,
     Written,
     chunk_stage,
+    pages_to_set_aside_of,
     publish_stage,
     start_out_run,
     start_run,
@@ -46,6 +47,7 @@ from firechunk.run.stages import (
 from firechunk.schemas.publish import PublishResult
 from firechunk.schemas.validation import ValidationOutcome
 from firechunk.settings import CrawlSettings, DatabaseSettings, RunSettings
+from firechunk.validate.suites import SUITES_DIR
 
 if TYPE_CHECKING:
     from firechunk.db.load import LoadResult
@@ -125,6 +127,7 @@ class Request:
     data_dir: Path = Path("data")
     run_id: str | None = None
     out: Path | None = None  # written here instead of data_dir/runs/, never published
+    suites_dir: Path = SUITES_DIR  # the expectation suites the run is validated with
 
 
 @dataclass
@@ -168,7 +171,13 @@ def run_pipeline(
         night.start = stage("start", start, request, night.crawl_file)
         night.chunked = stage("chunk", chunk, night.start, night.crawl_file, listener)
         night.written = stage("write", write_stage, night.start)
-        night.outcome = stage("validate", validate_stage, night.start)
+        night.outcome = stage("validate", validate_stage, night.start, request.suites_dir)
+        aside = pages_to_set_aside_of(night.start, night.outcome)
+        if aside:  # a bad page costs that page: written again without it, validated again
+            night.written = stage("write", write_stage, night.start, aside)
+            night.outcome = stage(
+                "validate", validate_stage, night.start, request.suites_dir, aside
+            )
         if request.out is None:
             night.result = stage("publish", publish_stage, night.start, night.outcome)
             if night.result.published:  # the run it replaced may now be one too many

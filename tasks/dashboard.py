@@ -27,7 +27,6 @@ from firechunk.activity import is_interrupt
 from firechunk.pipeline import Listener, Night, Request, StageName
 from firechunk.publish import format_outcome, format_result
 from firechunk.run.baseline import damage_warning
-from firechunk.run.changes import read_changes
 from firechunk.run.stages import Chunked, RunStart
 from firechunk.run.write import read_report
 from firechunk.schemas.publish import PublishResult
@@ -177,9 +176,6 @@ def changes_to_dashboard(run_dir: Path, report: ChunkReport, changes: ChangeSet)
 
 
 def _validated(run_dir: Path, outcome: ValidationOutcome) -> None:
-    """Pages set aside were written again: their changes replace the write stage's."""
-    if outcome.pages_set_aside:
-        changes_to_dashboard(run_dir, read_report(run_dir), read_changes(run_dir))
     logger = get_run_logger()
     log = logger.error if not outcome.success else logger.info
     if outcome.success and outcome.pages_set_aside:

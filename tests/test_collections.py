@@ -23,7 +23,7 @@ from firechunk.db.load import LoadRefused, LoadSuperseded, load_run
 from firechunk.db.runs import MAX_FIELD_CHARS, published_run
 from firechunk.db.schema import _MIGRATIONS
 from firechunk.db.search import loaded_collections, search
-from firechunk.run.stages import run_here, start_run
+from firechunk.pipeline import Request, run_pipeline
 from firechunk.settings import RunSettings
 from tests.test_database import Counting, chunks_table_columns, crawl_variant, declared_columns
 
@@ -38,9 +38,9 @@ def publish(
     collection `collection`, else the one its pages name."""
     crawl = crawl_variant(tmp, f"{data_dir.name}-{run_id}", edit)
     settings = RunSettings(allow_shrink=allow_shrink, collection=collection)
-    start = start_run(data_dir, run_id, settings, source=crawl)
-    _, outcome, published = run_here(start, crawl)
-    assert outcome.success and published is not None and published.published, run_id
+    night = run_pipeline(Request(run=settings, replay=crawl, data_dir=data_dir, run_id=run_id))
+    outcome, published = night.outcome, night.result
+    assert outcome and outcome.success and published and published.published, run_id
     return data_dir
 
 

@@ -28,7 +28,7 @@ from firechunk.db.load import LoadRefused, load_run
 from firechunk.db.runs import RunNotLoadable, published_run
 from firechunk.db.schema import CHUNKS_COLUMNS, migrate
 from firechunk.db.search import search
-from firechunk.run.stages import run_here, start_run
+from firechunk.pipeline import Request, run_pipeline
 from firechunk.schemas.publish import RunStatus
 from firechunk.settings import DatabaseSettings, RunSettings
 
@@ -89,9 +89,9 @@ def runs(tmp_path_factory):
     data_dir = tmp / "data"
     for run_id, edit in [("a", None), ("b", change_page), ("c", change_and_remove)]:
         crawl = crawl_variant(tmp, run_id, edit)
-        start = start_run(data_dir, run_id, source=crawl)
-        _, outcome, published = run_here(start, crawl)
-        assert outcome.success and published.published, run_id
+        night = run_pipeline(Request(replay=crawl, data_dir=data_dir, run_id=run_id))
+        outcome, published = night.outcome, night.result
+        assert outcome and outcome.success and published and published.published, run_id
     return data_dir
 
 
@@ -264,7 +264,9 @@ def test_the_shrink_guard_stops_a_load_that_deletes_too_much(db, runs, model, tm
     keep_two = lambda pages: pages.__setitem__(slice(2, None), [])  # noqa: E731
     crawl = crawl_variant(tmp_path, "tiny", keep_two)
     same = published_run(runs, "a").collection
-    run_here(start_run(small, "tiny", RunSettings(collection=same)), crawl)
+    run_pipeline(
+        Request(run=RunSettings(collection=same), replay=crawl, data_dir=small, run_id="tiny")
+    )
     before = held(db, runs)
     with pytest.raises(LoadRefused, match="--allow-shrink"):
         load(db, small, "tiny", model, collection=same)

@@ -319,11 +319,12 @@ def test_damaged_database_files_are_one_line_naming_the_cause_and_the_way_out(tm
 @pytest.fixture(scope="module")
 def published(tmp_path_factory) -> Path:
     """A data directory whose one run, the sample's, is published; nothing loaded yet."""
-    from firechunk.run.stages import run_here, start_run
+    from firechunk.pipeline import Request, run_pipeline
 
     data_dir = tmp_path_factory.mktemp("published") / "data"
-    _, outcome, result = run_here(start_run(data_dir, "sample", source=SAMPLE), SAMPLE)
-    assert outcome.success and result is not None and result.published
+    night = run_pipeline(Request(replay=SAMPLE, data_dir=data_dir, run_id="sample"))
+    outcome, result = night.outcome, night.result
+    assert outcome and outcome.success and result is not None and result.published
     return data_dir
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from firechunk.run.stages import run_here, start_run
+from firechunk.pipeline import Request, run_pipeline
 from tests.chunk_helpers import sentences
 
 BASE = "https://docs.example.com/hostile"
@@ -68,9 +68,9 @@ def crawl_file(tmp_path: Path) -> Path:
 def hostile_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile")
     crawl = crawl_file(tmp)
-    start = start_run(tmp / "data", "hostile", source=crawl)
-    written, outcome, published = run_here(start, crawl)
-    return start.run_dir, written, outcome, published
+    night = run_pipeline(Request(replay=crawl, data_dir=tmp / "data", run_id="hostile"))
+    assert night.start is not None
+    return night.start.run_dir, night.written, night.outcome, night.result
 
 
 def test_the_hostile_crawl_publishes(hostile_run):

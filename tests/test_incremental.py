@@ -1,7 +1,7 @@
 """Incremental rebuilds: only changed pages are chunked again, `changes.json` says what the
 vector database must do, and the result is exactly what a full rebuild gives.
 
-The stages run in this process (`firechunk.run.stages.run_here`) on the bundled sample
+The pipeline runs in this process (`firechunk.pipeline.run_pipeline`) on the bundled sample
 crawl, with validation by the real GX suites; one test runs them through the Prefect flow
 and the CLI. The sample has aliases (a tracking-parameter URL, two Python reference URLs
 with the same cleaned content, two CLI URLs with the same markdown) and quarantined pages,
@@ -28,6 +28,7 @@ from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
 from firechunk.crawlfile import read_crawl, write_crawl
 from firechunk.layout import DataDir, RunDir
+from firechunk.pipeline import Request, run_pipeline
 from firechunk.publish import adopt_latest, format_result
 from firechunk.run.baseline import BaselineError
 from firechunk.run.executors import in_process
@@ -36,7 +37,6 @@ from firechunk.run.stages import (
     RunSuperseded,
     chunk_stage,
     publish_stage,
-    run_here,
     start_run,
     validate_stage,
     write_stage,
@@ -70,10 +70,11 @@ def rebuild_here(
 ) -> tuple[PublishResult, ChangeSet]:
     """Every stage, in this process, as `firechunk chunk` runs them."""
     saved = crawl_file(crawl)
-    written, _, result = run_here(
-        start_run(data_dir, run_id, RunSettings(full=full), source=saved), saved
+    night = run_pipeline(
+        Request(run=RunSettings(full=full), replay=saved, data_dir=data_dir, run_id=run_id)
     )
-    assert result is not None  # a run with a data directory is published, or refused
+    written, result = night.written, night.result
+    assert written is not None and result is not None  # a run is published, or refused
     return result, written.changes
 
 
@@ -514,18 +515,20 @@ def test_one_url_crawled_with_other_contents_keeps_the_last_and_publishes(data_d
 def test_the_shrink_guard_keeps_a_run_that_drops_a_fifth_of_the_pages_unpublished(data_dir):
     crawl = sample()
     crawl.data = crawl.data[4:]  # 4 of the 13 pages gone: a crawl cut short
-    refused, _ = run_here(start_run(data_dir, "night-2", source=SAMPLE_CRAWL), crawl_file(crawl))[
-        1:
-    ]
-    assert refused.success and not refused_published(data_dir, "night-2")
+    refused = run_pipeline(
+        Request(replay=crawl_file(crawl), data_dir=data_dir, run_id="night-2")
+    ).outcome
+    assert refused is not None and refused.success and not refused_published(data_dir, "night-2")
     status = json.loads((data_dir / "runs" / "night-2" / "status.json").read_text())
     assert status["status"] == "failed" and "--allow-shrink" in status["error"]
     assert re.search(r"drops \d+ of its 13 pages \(\d+%\)", status["error"])
     assert os.readlink(data_dir / "latest") == "runs/night-1"
 
-    allowed = start_run(data_dir, "night-3", RunSettings(allow_shrink=True), source=SAMPLE_CRAWL)
-    _, _, published = run_here(allowed, crawl_file(crawl))
-    assert published.published
+    allowed = RunSettings(allow_shrink=True)
+    published = run_pipeline(
+        Request(run=allowed, replay=crawl_file(crawl), data_dir=data_dir, run_id="night-3")
+    ).result
+    assert published is not None and published.published
 
 
 def test_another_site_in_the_same_data_directory_publishes_under_its_own_collection(data_dir):
@@ -534,8 +537,9 @@ def test_another_site_in_the_same_data_directory_publishes_under_its_own_collect
     crawl = moved(sample(), "docs.example.com", "other.example.org")
     crawl.data = crawl.data[9:]
     saved = crawl_file(crawl)
-    _, outcome, published = run_here(start_run(data_dir, "other-site", source=saved), saved)
-    assert outcome.success and published.published, published
+    night = run_pipeline(Request(replay=saved, data_dir=data_dir, run_id="other-site"))
+    outcome, published = night.outcome, night.result
+    assert outcome and outcome.success and published and published.published, published
     report = json.loads((data_dir / "runs" / "other-site" / "report.json").read_text())
     assert report["collection"].startswith("other.example.org")
 
@@ -556,8 +560,9 @@ def test_another_section_of_the_same_site_publishes_under_its_own_collection(dat
     crawl = moved(sample(), "docs.example.com/docs/", "docs.example.com/api/")
     crawl.data = crawl.data[9:]
     saved = crawl_file(crawl)
-    _, outcome, published = run_here(start_run(data_dir, "api", source=saved), saved)
-    assert outcome.success and published.published, published
+    night = run_pipeline(Request(replay=saved, data_dir=data_dir, run_id="api"))
+    outcome, published = night.outcome, night.result
+    assert outcome and outcome.success and published and published.published, published
     report = json.loads((data_dir / "runs" / "api" / "report.json").read_text())
     assert report["collection"].startswith("docs.example.com/api")
 

@@ -22,11 +22,11 @@ import pytest
 from firechunk.chunker.cleanup import BLANK_LINES, CleanupOptions, clean_markdown
 from firechunk.chunker.navigation import NAVIGATION
 from firechunk.chunker.page import ChunkerOptions
+from firechunk.pipeline import Request, run_pipeline
 from firechunk.publish import format_result
 from firechunk.quality import check_run
 from firechunk.run.cache import _VERSIONED_SOURCES
 from firechunk.run.memory import chunk_crawl
-from firechunk.run.stages import run_here, start_run
 from firechunk.run.write import write_run_outputs
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.page import CrawlResult
@@ -259,7 +259,7 @@ def test_a_crawl_of_furo_api_pages_publishes_without_its_sidebar(tmp_path):
     """Five pages of the reference, each mostly its sidebar tree, through the run's stages:
     validated, published, and the tree in no chunk."""
     crawl_file = furo_crawl(tmp_path / "furo.json", pages=5)
-    _, _, result = run_here(start_run(tmp_path, source=crawl_file), crawl_file)
+    result = run_pipeline(Request(replay=crawl_file, data_dir=tmp_path)).result
     assert result is not None and result.published, format_result(result)
     chunks = json.loads((tmp_path / "latest" / "chunks.json").read_text(encoding="utf-8"))
     assert len({chunk["metadata"]["sourceUrl"] for chunk in chunks}) == 5

@@ -15,16 +15,9 @@ import orjson
 import pytest
 
 from firechunk.layout import DataDir, RunDir
+from firechunk.pipeline import Request, run_pipeline
 from firechunk.run.changes import read_changes
-from firechunk.run.executors import in_process
-from firechunk.run.stages import (
-    RunStart,
-    chunk_stage,
-    publish_stage,
-    start_run,
-    validate_stage,
-    write_stage,
-)
+from firechunk.run.stages import RunStart
 from firechunk.run.write import read_quarantine
 from firechunk.settings import RunSettings
 from firechunk.validate.suites import SUITES_DIR
@@ -68,11 +61,12 @@ def strict_suites(tmp_path) -> Path:
 
 
 def night(data_dir: Path, crawl: Path, suites: Path, run_id: str, **options) -> tuple:
-    start = start_run(data_dir, run_id, RunSettings(workers=1, **options), source=crawl)
-    chunk_stage(start, crawl, in_process)
-    write_stage(start)
-    outcome = validate_stage(start, suites)
-    return start, outcome, publish_stage(start, outcome)
+    """The pipeline on `crawl`, validated with `suites`: the run, its verdict, its publication."""
+    run = RunSettings(workers=1, **options)
+    done = run_pipeline(
+        Request(run=run, replay=crawl, data_dir=data_dir, run_id=run_id, suites_dir=suites)
+    )
+    return done.start, done.outcome, done.result
 
 
 def chunks_of(run_dir: Path, url: str) -> list[dict]:

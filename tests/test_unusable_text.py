@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
+from firechunk.pipeline import Request, run_pipeline
 from firechunk.run.plan import NOT_CHUNKED, PageInput, plan_pages
-from firechunk.run.stages import run_here, start_run
 from firechunk.run.titles import MAX_TITLE_CHARS, clean_title, recorded_title, title_problem
 from firechunk.urls import url_problem
 from tests.chunk_helpers import run_pages, sentences
@@ -61,9 +61,9 @@ def unusable_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("unusable")
     crawl = tmp / "unusable.json"
     crawl.write_text(json.dumps({"success": True, "status": "completed", "data": PAGES}))
-    start = start_run(tmp / "data", "unusable", source=crawl)
-    written, outcome, published = run_here(start, crawl)
-    return start.run_dir, written, outcome, published
+    night = run_pipeline(Request(replay=crawl, data_dir=tmp / "data", run_id="unusable"))
+    assert night.start is not None
+    return night.start.run_dir, night.written, night.outcome, night.result
 
 
 def quarantined(run_dir: Path) -> dict[str, dict[str, Any]]:

@@ -8,15 +8,16 @@
               run's page cache (`firechunk.run.cache`)
     write     one pass in crawl order over the cache (`firechunk.run.assemble`): the chunk
               files, pages, quarantine, report, the validation tables, changes.json
-    validate  every suite in expectations/ over the tables; pages that failed page-level
-              expectations, when few enough, set aside and the run written and validated
-              again (`firechunk.validate.set_aside`); the verdict in status.json
+    validate  every suite in expectations/ over the tables, the verdict in status.json;
+              pages that failed page-level expectations, when few enough, are set aside
+              (`pages_to_set_aside_of`, `firechunk.validate.set_aside`): the pipeline
+              writes and validates the run again without them
     publish   the collection's latest, then data/latest -> the run, only if it passed
               (`firechunk.publish`)
 
 A stage takes the run's `RunStart` (small, and saved in the run directory, so a stage can
-run in another task, process or day) and hands on only small summaries. `firechunk chunk`
-runs the stages in this process (`run_here`); the Prefect flows run them as tasks.
+run in another task, process or day) and hands on only small summaries. Their order, and
+which a run needs, is `firechunk.pipeline`'s.
 
 Safety: the baseline is only ever the run the collection's `latest` points at (never a run
 of another doc set), and `latest` only moves to a run that passed validation. A run that
@@ -62,14 +63,14 @@ from firechunk.run.executors import Executor, in_process, results_of
 from firechunk.run.manifest import write_manifest
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
 from firechunk.run.shrink import shrink_problem
-from firechunk.run.write import ChunkFileWriter, write_page_files
+from firechunk.run.write import ChunkFileWriter, read_report, write_page_files
 from firechunk.schemas.changes import ChangeSet
 from firechunk.schemas.job import CrawlTarget
 from firechunk.schemas.publish import PublishResult, RunStatus
 from firechunk.schemas.report import ChunkReport
 from firechunk.schemas.validation import ValidationOutcome
 from firechunk.settings import DEFAULT_WORKERS, INLINE_CHARS, MAX_SHRINK, RunSettings
-from firechunk.validate.set_aside import pages_to_set_aside
+from firechunk.validate.set_aside import SetAside, pages_to_set_aside
 from firechunk.validate.suites import SUITES_DIR, record_outcome, validate_tables
 from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
 
@@ -329,28 +330,41 @@ def _check_baseline_kept(start: RunStart) -> None:
     raise RunSuperseded(f"run {start.run_id} was not written: {why}. Rebuild again.")
 
 
-def validate_stage(start: RunStart, suites_dir: Path = SUITES_DIR) -> ValidationOutcome:
+def validate_stage(
+    start: RunStart,
+    suites_dir: Path = SUITES_DIR,
+    set_aside: Mapping[str, tuple[str, ...]] | None = None,
+) -> ValidationOutcome:
     """Run every suite over the run's tables; record the verdict in its status.json.
 
-    When only page-level expectations failed, on at most `max_failed_pages` of the pages,
-    those pages are set aside (quarantined, the baseline's chunks for them kept), the run
-    is written again and validated again: one bad page costs that page, not the night."""
+    `set_aside`: the pages the run was written again without (`pages_to_set_aside_of`),
+    whose records join the outcome; a failure no page can be set aside for says why."""
     with _stage(start, "validating"):
         outcome = _validate(start, suites_dir)
-        aside = pages_to_set_aside(
-            outcome, read_tables(start.run_dir)["pages"], start.settings.max_failed_pages
-        )
-        if aside.pages:
-            written = write_stage(start, aside.pages)
-            outcome = _validate(start, suites_dir).model_copy(
-                update={"pages_set_aside": written.report.pages_set_aside}
-            )
-        elif aside.refused:
-            outcome = outcome.model_copy(update={"set_aside_refused": aside.refused})
-        if aside.pages or aside.refused:
+        if set_aside:
+            aside = read_report(start.run_dir).pages_set_aside
+            outcome = outcome.model_copy(update={"pages_set_aside": aside})
+            record_outcome(start.run_dir, outcome, start.run_id)
+        elif refused := _set_aside(start, outcome).refused:
+            outcome = outcome.model_copy(update={"set_aside_refused": refused})
             record_outcome(start.run_dir, outcome, start.run_id)
     record_verdict(start.run_dir, start.run_id, outcome)
     return outcome
+
+
+def pages_to_set_aside_of(
+    start: RunStart, outcome: ValidationOutcome
+) -> dict[str, tuple[str, ...]]:
+    """When only page-level expectations failed, on at most `max_failed_pages` of the
+    pages: those pages (canonical URL -> the expectations they failed), to be set aside
+    (quarantined, the baseline's chunks for them kept) with the run written and validated
+    again. One bad page costs that page, not the night. Empty otherwise."""
+    return {} if outcome.success else dict(_set_aside(start, outcome).pages)
+
+
+def _set_aside(start: RunStart, outcome: ValidationOutcome) -> SetAside:
+    pages = read_tables(start.run_dir)["pages"]
+    return pages_to_set_aside(outcome, pages, start.settings.max_failed_pages)
 
 
 def _validate(start: RunStart, suites_dir: Path) -> ValidationOutcome:
@@ -427,18 +441,3 @@ def _interruptible(start: RunStart, what: str) -> Iterator[None]:
     ):
         yield
         stop_if_interrupted()
-
-
-def run_here(
-    start: RunStart,
-    crawl_file: Path,
-    executor: Executor = in_process,
-    *,
-    progress: Progress | None = None,
-) -> tuple[Written, ValidationOutcome, PublishResult | None]:
-    """Every stage in this process; published unless the run was started with --out."""
-    chunk_stage(start, crawl_file, executor, progress=progress)
-    written = write_stage(start)
-    outcome = validate_stage(start)
-    published = publish_stage(start, outcome) if start.data_dir is not None else None
-    return written, outcome, published
