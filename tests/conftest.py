@@ -132,10 +132,44 @@ def prefect_api(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def model():
-    """The real local embedder, loaded once."""
+    """The real local embedder, loaded once, each text embedded once (`RememberedVectors`)."""
     from firechunk.embedders import local_embedder
 
-    return local_embedder()
+    return RememberedVectors(local_embedder())
+
+
+class RememberedVectors:
+    """The real embedder, keeping the vector of every text it has embedded this session.
+
+    The database tests load the sample and its variants again and again, each time into a
+    new database: embedding the same chunks every time was most of what they cost. The
+    vectors are the model's own; remembering them relies only on the model giving a text the
+    same vector in any batch, which tests/test_embedders.py checks on the embedder itself
+    (test_local_is_deterministic_and_batches_change_nothing). Everything else (`model`,
+    `dimensions`, `windows`) is the embedder's.
+    """
+
+    def __init__(self, embedder) -> None:
+        self.embedder = embedder
+        self._vectors: dict[str, object] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self.embedder, name)
+
+    def embed(self, texts, progress=None):
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one string")
+        new = [text for text in dict.fromkeys(texts) if text not in self._vectors]
+        if new:
+            self._vectors.update(zip(new, self.embedder.embed(new), strict=True))
+        vectors = np.zeros((len(texts), self.embedder.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            vectors[row] = self._vectors[text]
+        if progress is not None:
+            progress(len(texts))  # one batch: every text at once
+        return vectors
 
 
 @pytest.fixture(scope="session")

@@ -44,6 +44,10 @@ SUITES_DIR = Path(str(files("firechunk.expectations")))
 SETTING = "$setting"  # a threshold that is a run setting: {"$setting": "hard_tokens"}
 DATA_DOCS_SITE = "firechunk"
 EXAMPLES_PER_EXPECTATION = 5
+_VIEWS = {  # GX's page views, compiling their templates once per process
+    "page": {"module_name": "firechunk.validate.data_docs_views", "class_name": "PageView"},
+    "index": {"module_name": "firechunk.validate.data_docs_views", "class_name": "IndexPageView"},
+}
 _PARTIAL_UNEXPECTED = 20  # failing rows shown per expectation in Data Docs
 _KEPT_UNEXPECTED = 200  # failing rows kept per expectation in the results JSON
 
@@ -223,7 +227,10 @@ def _run_suites(
 
 
 def _context_config(docs_dir: Path):
-    """In-memory stores, one Data Docs site in `docs_dir`, no analytics, no progress bars."""
+    """In-memory stores, one Data Docs site in `docs_dir`, no analytics, no progress bars.
+
+    The site's pages are drawn by GX's views with their templates compiled once per process
+    (`firechunk.validate.data_docs_views`), not once per validation."""
     from great_expectations.data_context.types.base import (
         DataContextConfig,
         InMemoryStoreBackendDefaults,
@@ -242,7 +249,14 @@ def _context_config(docs_dir: Path):
                     "class_name": "TupleFilesystemStoreBackend",
                     "base_directory": str(docs_dir),
                 },
-                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+                "site_index_builder": {
+                    "class_name": "DefaultSiteIndexBuilder",
+                    "view": _VIEWS["index"],
+                },
+                "site_section_builders": {
+                    section: {"view": _VIEWS["page"]}
+                    for section in ("expectations", "validations", "profiling")
+                },
             }
         },
     )
