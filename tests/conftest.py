@@ -17,17 +17,20 @@ the marks keep up with the tests.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
 # The fixtures that cost seconds to minutes, and the mark each gives its tests.
 FIXTURE_MARKS = {
     "prefect_api": "prefect",  # a Prefect server: 20-30 s to start
-    "migrated_prefect_home": "prefect",
     "server": "database",  # the embedded Postgres
     "db": "database",
     "model": "embedder",  # the real local embedder
+    "chunked_sample": "validation",  # `firechunk chunk` in a process of its own
 }
 MODULE_MARKS = {
     "test_embedded_postgres": ("database", "processes"),  # its own servers, killed on purpose
@@ -47,7 +50,6 @@ MODULE_MARKS = {
 TEST_MARKS = {
     "test_cli_errors.py::test_a_crawl_job_that_never_completes": ("prefect", "processes"),
     "test_cli_errors.py::test_a_real_full_disk_during_chunk": ("processes", "validation"),
-    "test_api.py::test_chunk_crawl_gives_the_published_chunks_of": ("validation",),
     "test_database.py::test_a_failed_or_unfinished_run_is_never_loaded": ("validation",),
     "test_settings.py::test_a_run_with_other_token_limits": ("validation",),
     "test_settings.py::test_the_suite_checks_a_run_against_its_own": ("validation",),
@@ -170,6 +172,26 @@ class RememberedVectors:
         if progress is not None:
             progress(len(texts))  # one batch: every text at once
         return vectors
+
+
+@pytest.fixture(scope="session")
+def chunked_sample(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The bundled sample crawl published by `firechunk chunk` in a process of its own, with
+    one worker, into the data directory `data` named relative to the working directory: the
+    data directory and the command's result. One for the session, as each such process
+    imports and runs everything a user's does; copy the directory before changing it."""
+    root = Path(__file__).resolve().parents[1]
+    cwd = tmp_path_factory.mktemp("chunked-sample")
+    command = ["chunk", str(root / "data" / "sample" / "crawl.json"), "--data-dir", "data"]
+    result = subprocess.run(
+        [sys.executable, "-m", "firechunk.cli", *command, "--workers", "1"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return cwd / "data", result
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ search of the command line, and an `import firechunk` that loads none of it."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import astuple
@@ -52,18 +53,11 @@ def named(page: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory) -> Path:
-    """A data directory where `firechunk chunk` published the sample crawl."""
-    data_dir = tmp_path_factory.mktemp("api") / "data"
-    command = ["chunk", str(SAMPLE), "--data-dir", str(data_dir), "--workers", "1"]
-    done = subprocess.run(
-        [sys.executable, "-m", "firechunk.cli", *command],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    return data_dir
+def published(chunked_sample, tmp_path_factory) -> Path:
+    """A data directory where `firechunk chunk` published the sample crawl (a copy of the
+    session's: loading it may write beside the runs)."""
+    target = tmp_path_factory.mktemp("api") / "data"
+    return Path(shutil.copytree(chunked_sample[0], target, symlinks=True))
 
 
 def test_chunk_crawl_gives_the_published_chunks_of_firechunk_chunk(published):

@@ -49,19 +49,8 @@ def test_writes_the_run_files_and_no_temporaries(sample_run: Path):
     assert json.loads((sample_run / "status.json").read_text())["status"] == "passed"
 
 
-@pytest.fixture(scope="module")
-def relative_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """The sample chunked again, into the data directory `data` relative to the working
-    directory, with one worker (`sample_run` has two); its directory and the command's result.
-    Tests copy the directory before changing it."""
-    cwd = tmp_path_factory.mktemp("relative-run")
-    result = run_cli("chunk", str(SAMPLE), "--data-dir", "data", "--workers", "1", cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    return cwd / "data", result
-
-
-def test_publishes_into_a_relative_data_dir(relative_run):
-    data_dir, result = relative_run
+def test_publishes_into_a_relative_data_dir(chunked_sample):
+    data_dir, result = chunked_sample  # `--data-dir data`, run in another directory
     latest = data_dir / "latest"
     assert latest.is_symlink()
     assert (latest / "chunks.json").is_file()
@@ -106,9 +95,9 @@ def test_report_accounts_for_every_page(sample_run: Path):
     assert any("unclosed code fence" in warning for warning in report["warnings"])
 
 
-def test_rerun_gives_the_same_bytes(sample_run: Path, relative_run):
+def test_rerun_gives_the_same_bytes(sample_run: Path, chunked_sample):
     """Another run of the same crawl, with one worker rather than two, writes the same bytes."""
-    data_dir, _ = relative_run
+    data_dir, _ = chunked_sample
     rerun = data_dir / "latest" / "chunks.json"
     assert rerun.read_bytes() == (sample_run / "chunks.json").read_bytes()
 
@@ -199,9 +188,9 @@ def test_a_run_that_fails_validation_with_out_names_each_failed_expectation(tmp_
     assert json.loads((out / "status.json").read_text())["status"] == "failed"
 
 
-def test_version_and_runs_list_each_run_with_its_verdict(relative_run, tmp_path: Path):
+def test_version_and_runs_list_each_run_with_its_verdict(chunked_sample, tmp_path: Path):
     assert run_cli("--version").stdout.startswith("firechunk ")
-    data_dir = Path(shutil.copytree(relative_run[0], tmp_path / "data", symlinks=True))
+    data_dir = Path(shutil.copytree(chunked_sample[0], tmp_path / "data", symlinks=True))
     (data_dir / "runs" / "half-done").mkdir()
     listed = run_cli("runs", "--data-dir", str(data_dir))
     assert listed.returncode == 0, listed.stderr
