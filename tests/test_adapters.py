@@ -117,3 +117,26 @@ def test_llamaindex_nodes_are_the_chunks_linked_to_their_neighbours_on_the_page(
     embedded = node.get_content(metadata_mode="embed")  # what the embedding model reads
     assert f"breadcrumb: {node.metadata['breadcrumb']}" in embedded
     assert node.metadata["chunk_id"] not in embedded
+
+
+def test_langchain_splitter_takes_the_usual_arguments_and_a_file_path_source():
+    """What a LangChain user writes: `chunk_size` is the hard limit (the others follow),
+    `chunk_overlap` is accepted, and a document loaded from a file (`source` a path, as
+    TextLoader gives it) is chunked, not dropped for want of a URL."""
+    page = max(sample_pages(), key=lambda page: len(page["markdown"] or ""))
+    splitter = FirechunkSplitter(chunk_size=300, chunk_overlap=30)
+    doc = Document(page["markdown"], metadata={"source": "docs/guide.md"})
+    split = splitter.split_documents([doc])
+    unsized = FirechunkSplitter().split_documents([doc])
+    assert len(split) > len(unsized)  # smaller chunks, so more of them
+    assert all(d.metadata["token_count"] <= 300 for d in split)
+    assert all(d.metadata["source"] == "docs/guide.md" and d.metadata["url"] == "" for d in split)
+    assert [d.id for d in split] == [
+        c.chunk_id for c in chunk_markdown(page["markdown"], config=splitter.config)
+    ]
+    created = splitter.create_documents([page["markdown"]], [{"source": "docs/guide.md"}])
+    assert [(d.id, d.metadata["breadcrumb"]) for d in created] == [
+        (d.metadata["chunk_id"], d.metadata["breadcrumb"]) for d in split
+    ]
+    with pytest.raises(ValueError, match="chunk_size or config"):
+        FirechunkSplitter(splitter.config, chunk_size=300)

@@ -19,8 +19,11 @@ URL_KEYS = ("sourceURL", "url", "source")
 
 
 def url_of(metadata: Mapping[str, Any]) -> str | None:
-    """The page URL a document's metadata gives, if any."""
-    return next((str(metadata[key]) for key in URL_KEYS if metadata.get(key)), None)
+    """The page URL a document's metadata gives, if any. A `source` that is a file path (as
+    LangChain's TextLoader and DirectoryLoader give) is no URL: the page is chunked without
+    one, its ids from its text alone, and the path stays in the chunk's metadata."""
+    values = (str(metadata[key]) for key in URL_KEYS if metadata.get(key))
+    return next((value for value in values if value.startswith(("http://", "https://"))), None)
 
 
 def page_chunks(text: str, metadata: Mapping[str, Any], config: ChunkConfig) -> list[Chunk]:

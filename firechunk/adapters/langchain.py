@@ -22,17 +22,40 @@ from firechunk.adapters import breadcrumb_text, page_chunks, url_of
 
 
 class FirechunkSplitter(TextSplitter):
-    """A `TextSplitter` whose chunks are firechunk's, sized by `config` in its tokens."""
+    """A `TextSplitter` whose chunks are firechunk's, sized by `config` in its tokens.
+
+    `chunk_size`, as LangChain's splitters take it, is firechunk's hard limit in tokens
+    (the soft and minimum limits follow it down); give it or `config`, not both.
+    `chunk_overlap` is accepted as LangChain checks it, but firechunk's overlap is its own:
+    the previous chunk's last heading and sentence, in `overlap_text`, not in the text."""
 
     def __init__(
-        self, config: ChunkConfig | None = None, *, whole_crawl: bool = False, **kwargs: Any
+        self,
+        config: ChunkConfig | None = None,
+        *,
+        whole_crawl: bool = False,
+        chunk_size: int | None = None,
+        chunk_overlap: int = 0,
+        **kwargs: Any,
     ) -> None:
-        self.config = config or ChunkConfig()
-        super().__init__(chunk_size=self.config.hard_tokens, chunk_overlap=0, **kwargs)
+        if config is not None and chunk_size is not None:
+            raise ValueError("give chunk_size or config, not both (config.hard_tokens is it)")
+        self.config = config or (
+            ChunkConfig(hard_tokens=chunk_size) if chunk_size is not None else ChunkConfig()
+        )
+        super().__init__(chunk_size=self.config.hard_tokens, chunk_overlap=chunk_overlap, **kwargs)
         self.whole_crawl = whole_crawl
 
     def split_text(self, text: str) -> list[str]:
         return [chunk.data.text for chunk in page_chunks(text, {}, self.config)]
+
+    def create_documents(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
+    ) -> list[Document]:
+        """Each text as a page, its chunks with their ids and metadata (as `split_documents`)."""
+        metadatas = metadatas or [{} for _ in texts]
+        docs = [Document(text, metadata=meta) for text, meta in zip(texts, metadatas, strict=True)]
+        return self.split_documents(docs)
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         documents = list(documents)
