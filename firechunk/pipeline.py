@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, get_args
 
 from firechunk.crawl import API_KEY_ENV
 from firechunk.retention import prune_raw_crawls, prune_runs
@@ -52,19 +52,10 @@ from firechunk.validate.suites import SUITES_DIR
 if TYPE_CHECKING:
     from firechunk.db.load import LoadResult
 
+# The stages, in the order a run goes through them: the one declaration of both.
 StageName = Literal["crawl", "prune", "start", "chunk", "write", "validate", "publish", "load"]
-STAGES: tuple[StageName, ...] = (
-    "crawl",
-    "prune",
-    "start",
-    "chunk",
-    "write",
-    "validate",
-    "publish",
-    "load",
-)
+STAGES: tuple[StageName, ...] = get_args(StageName)
 
-FIRECRAWL_KEY_BLOCK = "firecrawl-api-key"
 OPENAI_KEY_BLOCK = "openai-api-key"
 
 P = ParamSpec("P")

@@ -13,7 +13,7 @@ tonight, and is it like the other nights" without opening the worker's disk.
 
 Every artifact has a key, so Prefect versions it across runs: the key's page lists the
 nights. A table artifact's values are numbers where the figure is one, so the UI sorts and
-compares them. (The chunking progress bar is made in `tasks.chunk`.)
+compares them. (Which stage event makes which artifact: `tasks.dashboard`.)
 """
 
 from __future__ import annotations

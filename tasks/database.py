@@ -6,7 +6,7 @@ database hold, and is it this run?": `rebuild-database` (the collection, the run
 rows, when it was loaded, the model, and "this run", "up to date", "behind by N runs" or
 "not loaded"), then the trend with that run marked (`tasks.artifacts.trend_to_dashboard`).
 
-The database is the load's (`tasks.load`: the Secret block, else FIRECHUNK_DB_URL, else
+The database is the load's (`firechunk.pipeline.load`: the Secret block, else FIRECHUNK_DB_URL, else
 the embedded Postgres under the data directory), read without creating anything: where the
 embedded one was never made, nothing is loaded. A database that cannot be read never fails
 the night; the artifact says so.

@@ -1,10 +1,7 @@
-"""What `firechunk rebuild` settles before Prefect runs anything: the Firecrawl key, and
-how much of Prefect's own error output reaches the terminal.
-
-Without these, a missing key surfaced only from inside the crawl task, after the temporary
-API had started, wrapped in Prefect's tracebacks of the task and of both flows: hundreds of
-lines around one sentence that named the environment variable but not the Secret block
-the deployments read first.
+"""What `firechunk rebuild` settles before a run starts: the Firecrawl key (asked of the
+Prefect API's Secret block when the run is on Prefect), and how much of Prefect's own
+error output reaches the terminal: a known failure is said in one line by the command,
+not inside Prefect's tracebacks of the task and the flow.
 """
 
 from __future__ import annotations

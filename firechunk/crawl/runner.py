@@ -425,7 +425,7 @@ _START_UNKNOWN_ADVICE = (
 
 def _error_for_status(status: int | None) -> type[CrawlError]:
     """The error a failed call raises: one no rerun gets past when Firecrawl refused the
-    key or the account (the flow's crawl task is not retried for it, `tasks.crawl`)."""
+    key or the account (the flow's crawl task is not retried for it, `tasks.stages`)."""
     return AccessRefusedError if status in ACCESS_REFUSED_STATUS else CrawlError
 
 
