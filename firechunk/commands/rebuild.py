@@ -119,9 +119,11 @@ def _check_crawl(request: Request, *, on_prefect: bool) -> None:
     and a Firecrawl API whose name resolves (Prefect would retry a bad name for minutes)."""
     from firechunk.commands.rebuild_checks import check_secret_block, missing_key
     from firechunk.crawl.runner import needs_api_key
+    from firechunk.pipeline import from_environment
 
     crawl = request.crawl
-    if not os.environ.get(API_KEY_ENV) and needs_api_key(crawl.target(), request.data_dir):
+    key, _ = from_environment(crawl.secret_block, API_KEY_ENV)
+    if key is None and needs_api_key(crawl.target(), request.data_dir):
         if not on_prefect:
             raise missing_key(crawl.secret_block, on_prefect=False)
         check_secret_block(crawl.secret_block)
