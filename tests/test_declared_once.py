@@ -254,6 +254,7 @@ NOT_MAPPED = {
     "PageTimeout": "a BaseException the chunking worker catches to quarantine the page",
     "Unverified": "run/changes.py falls back to a full replacement",
     "_RetryableAnswer": "embedders.py retries it",
+    "DocumentNotChunked": "a warning the adapters give their framework's caller",
 }
 
 
