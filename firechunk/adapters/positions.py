@@ -52,7 +52,7 @@ class SourcePage:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.line_starts = [0, *(match.end() for match in _LINE_BREAK.finditer(text))]
+        self.line_starts = [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
         self.headings = list(_headings(self.text))
 
     def span(self, chunk: Chunk, after: int = 0) -> Span:
@@ -98,16 +98,34 @@ def _headings(text: str) -> Iterator[Heading]:
     """The ATX and setext headings outside fenced code, as the chunker reads headings."""
     lines = _LINE_BREAK.split(text)
     fence: str | None = None
-    for number, (line, below) in enumerate(zip(lines, [*lines[1:], ""], strict=True), 1):
+    for number in _maybe_heading_or_fence(lines):
+        line = lines[number]
         if fence is not None:
             fence = None if closes_fence(line, fence) else fence
         elif fence := opening_fence(line):
             continue
         elif marks := is_atx_heading(line):
-            yield Heading(number, marks.group(1).count("#"), heading_key(heading_text(line)))
-        elif line.strip() and (underline := is_setext_underline(below)):
-            level = 1 if underline.group(1)[0] == "=" else 2
-            yield Heading(number, level, heading_key(heading_text(line)))
+            yield Heading(number + 1, marks.group(1).count("#"), heading_key(heading_text(line)))
+        elif (underline := is_setext_underline(line)) and number and lines[number - 1].strip():
+            title = lines[number - 1]
+            if not (opening_fence(title) or is_atx_heading(title)):
+                level = 1 if underline.group(1)[0] == "=" else 2
+                yield Heading(number, level, heading_key(heading_text(title)))
+
+
+# Lines that may open or close fenced code, be an ATX heading or underline a setext one: a
+# superset the line tests above decide on, found in the whole text at once.
+_MAYBE = re.compile(r"^[^\S\n]*(?:```|~~~|#|=+[^\S\n]*$|-+[^\S\n]*$)", re.M)
+
+
+def _maybe_heading_or_fence(lines: list[str]) -> Iterator[int]:
+    """The 0-based numbers of the lines `_MAYBE` finds."""
+    joined = "\n".join(lines)
+    line = position = 0
+    for match in _MAYBE.finditer(joined):
+        line += joined.count("\n", position, match.start())
+        position = match.start()
+        yield line
 
 
 def _first_words_at(chunk_text: str, source: str, start: int, end: int) -> int | None:
