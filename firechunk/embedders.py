@@ -38,7 +38,10 @@ import os
 import re
 import ssl
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -421,8 +424,28 @@ class _BackoffOrRetryAfter(tenacity.wait.wait_base):
         return backoff if asked is None else max(backoff, min(asked, MAX_RETRY_AFTER))
 
 
+class _Pause:
+    """When the next request may go: a 429's Retry-After holds back every thread's next
+    request, not only the one that got it, so concurrent batches stay within the limit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._until = 0.0
+
+    def hold(self, seconds: float) -> None:
+        with self._lock:
+            self._until = max(self._until, time.monotonic() + min(seconds, MAX_RETRY_AFTER))
+
+    def wait(self) -> None:
+        with self._lock:
+            left = self._until - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+
+
 class OpenAIEmbedder:
-    """Texts in batches of `batch_size`, one POST each, every batch retried on its own.
+    """Texts in batches of `batch_size`, one POST each, up to `concurrency` at a time (an
+    API's latency, not its work, is what a load waits for), every batch retried on its own.
 
     `dimensions` is the one asked for (sent to the server), else the length of the first
     vector the server returns; reading it before anything was embedded sends one short
@@ -438,6 +461,7 @@ class OpenAIEmbedder:
         timeout: float,
         max_attempts: int,
         backoff_seconds: float,
+        concurrency: int = 1,
     ) -> None:
         self.model = model
         self.url = url
@@ -445,6 +469,8 @@ class OpenAIEmbedder:
         self.timeout = timeout
         self.max_attempts = max_attempts
         self.backoff_seconds = backoff_seconds
+        self.concurrency = concurrency
+        self._pause = _Pause()
         self._asked_dimensions = dimensions
         self._dimensions = dimensions
         self._api_key = api_key
@@ -469,15 +495,50 @@ class OpenAIEmbedder:
         _check_texts(texts)
         if len(texts) == 0:
             return np.zeros((0, self._dimensions or 0), dtype=np.float32)
+        batches = [
+            list(texts[start : start + self.batch_size])
+            for start in range(0, len(texts), self.batch_size)
+        ]
         headers = {"Authorization": f"Bearer {self._api_key}"}
-        parts = []
+        parts: list[np.ndarray] = []
         with httpx.Client(headers=headers, timeout=self.timeout, verify=_ssl_context()) as client:
-            for start in range(0, len(texts), self.batch_size):
-                batch = list(texts[start : start + self.batch_size])
-                parts.append(self._batch(client, batch))
+            if self._dimensions is None:  # the first answer sets the length of all others
+                parts.append(self._batch(client, batches.pop(0)))
                 if progress is not None:
-                    progress(start + len(batch))
+                    progress(len(parts[0]))
+            parts += self._concurrently(
+                client, batches, len(texts) - sum(map(len, batches)), progress
+            )
         return np.concatenate(parts)
+
+    def _concurrently(
+        self,
+        client: httpx.Client,
+        batches: list[list[str]],
+        done: int,
+        progress: Progress | None,
+    ) -> list[np.ndarray]:
+        """The batches' rows in order, `concurrency` requests in flight; the first failure
+        cancels the batches not started and is raised."""
+        if not batches:
+            return []
+        results: list[np.ndarray] = [np.empty(0)] * len(batches)
+        with ThreadPoolExecutor(min(self.concurrency, len(batches))) as pool:
+            futures = {
+                pool.submit(self._batch, client, batch): n for n, batch in enumerate(batches)
+            }
+            try:
+                for future in as_completed(futures):
+                    n = futures[future]
+                    results[n] = future.result()
+                    done += len(batches[n])
+                    if progress is not None:
+                        progress(done)
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+        return results
 
     def _batch(self, client: httpx.Client, texts: list[str]) -> np.ndarray:
         """One batch, with retries; every failure becomes an EmbedderError."""
@@ -502,9 +563,13 @@ class OpenAIEmbedder:
         payload: dict[str, Any] = {"model": self.model, "input": texts}
         if self._asked_dimensions is not None:
             payload["dimensions"] = self._asked_dimensions
+        self._pause.wait()
         response = client.post(self.url, json=payload)
         if response.status_code in RETRY_STATUS:
-            raise _RetryableAnswer(self._answer(response), retry_after_seconds(response))
+            retry_after = retry_after_seconds(response)
+            if response.status_code == 429 and retry_after is not None:
+                self._pause.hold(retry_after)
+            raise _RetryableAnswer(self._answer(response), retry_after)
         if not response.is_success:
             raise EmbedderError(self._answer(response))
         try:
@@ -568,12 +633,15 @@ def openai_embedder(
     timeout: float = 60.0,
     max_attempts: int = 6,
     backoff_seconds: float = 1.0,
+    concurrency: int = 4,
 ) -> OpenAIEmbedder:
     """An OpenAI-compatible embeddings endpoint. The key is `api_key`, else the environment's
     OPENAI_API_KEY. 429, 500, 502, 503, 504, timeouts and broken connections are retried up
     to `max_attempts` times, waiting `backoff_seconds` doubled at each retry (plus as much
-    jitter, at most MAX_BACKOFF) or the server's Retry-After if longer; any other error
-    status fails at once."""
+    jitter, at most MAX_BACKOFF) or the server's Retry-After if longer, which a 429 also
+    imposes on every other request in flight; any other error status fails at once.
+    `concurrency` batches are sent at a time (the first alone while the vectors' length is
+    not known)."""
     key = api_key or os.environ.get(OPENAI_KEY_ENV, "")
     if not key.strip():
         raise EmbedderError(f"the openai embedder needs an API key: set {OPENAI_KEY_ENV}")
@@ -581,14 +649,22 @@ def openai_embedder(
         raise EmbedderError(f"base_url must start with http:// or https://, not {base_url!r}")
     if dimensions is not None and dimensions < 1:
         raise EmbedderError(f"dimensions must be at least 1, not {dimensions}")
-    if batch_size < 1 or max_attempts < 1 or timeout <= 0 or backoff_seconds < 0:
+    if min(batch_size, max_attempts, concurrency) < 1 or timeout <= 0 or backoff_seconds < 0:
         raise EmbedderError(
-            "batch_size and max_attempts must be at least 1, timeout above 0 and "
-            "backoff_seconds not negative"
+            "batch_size, max_attempts and concurrency must be at least 1, timeout above 0 "
+            "and backoff_seconds not negative"
         )
     url = f"{base_url.rstrip('/')}/embeddings"
     return OpenAIEmbedder(
-        model, dimensions, url, key.strip(), batch_size, timeout, max_attempts, backoff_seconds
+        model,
+        dimensions,
+        url,
+        key.strip(),
+        batch_size,
+        timeout,
+        max_attempts,
+        backoff_seconds,
+        concurrency,
     )
 
 

@@ -290,6 +290,10 @@ class DatabaseSettings(_Section):
     embedding_base_url: Annotated[str | None, Cli(("--base-url",), "URL")] = Field(
         None, description="The openai embedder's API base URL; empty for OpenAI's."
     )
+    embedding_concurrency: Annotated[int | None, Cli(("--concurrency",), "N")] = Field(
+        None, ge=1, description="Requests the openai embedder keeps in flight; empty for its "
+        "default (4). A 429's Retry-After holds them all back."
+    )  # fmt: skip
     db_secret_block: Annotated[str, Cli(metavar="NAME")] = Field(
         "firechunk-db-url",
         description="The Prefect Secret block holding the database URL; without it, "
@@ -299,9 +303,14 @@ class DatabaseSettings(_Section):
     @model_validator(mode="after")
     def _embedder_options_fit(self) -> DatabaseSettings:
         if self.embedder == "local" and (
-            self.embedding_model or self.embedding_dimensions or self.embedding_base_url
+            self.embedding_model
+            or self.embedding_dimensions
+            or self.embedding_base_url
+            or self.embedding_concurrency
         ):
-            raise ValueError("--model, --dimensions and --base-url need --embedder openai")
+            raise ValueError(
+                "--model, --dimensions, --base-url and --concurrency need --embedder openai"
+            )
         if self.embedder == "openai" and not self.embedding_model:
             raise ValueError("--embedder openai needs --model")
         return self
@@ -319,6 +328,8 @@ class DatabaseSettings(_Section):
             options["api_key"] = api_key
         if self.embedding_base_url:
             options["base_url"] = self.embedding_base_url
+        if self.embedding_concurrency:
+            options["concurrency"] = self.embedding_concurrency
         return options
 
 

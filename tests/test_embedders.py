@@ -333,6 +333,8 @@ class FakeEmbeddings:
         self.answers = deque(answers or [])
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0  # the most requests the server was answering at once
         self.server = _QuietServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -353,8 +355,22 @@ class FakeEmbeddings:
 
     def answer(self, headers: Any, body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
         with self.lock:
-            self.requests.append({"body": body, "authorization": headers.get("Authorization")})
+            arrived = time.monotonic()
+            self.requests.append(
+                {"body": body, "authorization": headers.get("Authorization"), "at": arrived}
+            )
             scripted = self.answers.popleft() if self.answers else Answer()
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return self._answer(headers, body, scripted)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _answer(
+        self, headers: Any, body: dict[str, Any], scripted: Answer
+    ) -> tuple[int, dict[str, str], Any]:
         time.sleep(scripted.delay)
         auth = headers.get("Authorization", "")
         if auth != f"Bearer {self.key}":
@@ -420,7 +436,7 @@ def test_openai_batches_and_restores_order():
     assert all(r["authorization"] == f"Bearer {KEY}" for r in server.requests)
     assert all("dimensions" not in r["body"] for r in server.requests)
     assert server.requests[0]["body"]["model"] == "text-embedding-test"
-    assert seen == [3, 6, 7]
+    assert seen[0] == 3 and seen[-1] == 7 and seen == sorted(seen)  # batches done, in any order
     assert vectors.dtype == np.float32 and vectors.shape == (7, SERVER_DIMENSIONS)
     np.testing.assert_allclose(vectors, expected(TEXTS[:7]), atol=1e-6)
 
@@ -545,3 +561,35 @@ def test_openai_wrong_count_or_length():
         pytest.raises(EmbedderError, match="vectors of 4 numbers, not 5"),
     ):
         client(server, dimensions=5).embed(TEXTS[:1])
+
+
+def test_openai_sends_batches_concurrently_and_keeps_their_order():
+    """Batches with 0.5 s of latency each: `concurrency` of them in flight at once
+    (the first alone when the vectors' length is not known yet), the rows in input order."""
+    for concurrency, known, batches in ((4, True, 8), (1, True, 3), (3, False, 7)):
+        texts = [f"text {n}" for n in range(2 * batches)]
+        answers = [Answer(delay=0.5) for _ in texts]
+        with FakeEmbeddings(answers=answers) as server:
+            embedder = client(
+                server, batch_size=2, concurrency=concurrency, dimensions=5 if known else None
+            )
+            vectors = embedder.embed(texts)
+        assert server.most_in_flight == concurrency
+        np.testing.assert_allclose(
+            vectors, expected(texts, 5 if known else SERVER_DIMENSIONS), atol=1e-6
+        )
+        if not known:  # the first request was answered before any other was sent
+            assert server.requests[1]["at"] >= server.requests[0]["at"] + 0.5
+
+
+def test_openai_429_holds_back_every_concurrent_request():
+    """A 429 with Retry-After 2 s: no thread sends a request in the 2 s after it (those
+    already sent arrive within moments of it); every batch then succeeds."""
+    texts = [f"text {n}" for n in range(8)]
+    answers = [Answer(429, retry_after="2"), *(Answer(delay=0.05) for _ in range(10))]
+    with FakeEmbeddings(answers=answers) as server:
+        vectors = client(server, batch_size=1, concurrency=4, dimensions=5).embed(texts)
+    refused = server.requests[0]["at"]
+    later = [r["at"] for r in server.requests[1:] if r["at"] > refused + 0.5]
+    assert len(later) >= 5 and all(at >= refused + 1.9 for at in later)
+    np.testing.assert_allclose(vectors, expected(texts, 5), atol=1e-6)
