@@ -69,7 +69,7 @@ def main() -> None:
     print(f"fake API latency {args.latency} s per request\n")
     print("| embedder | texts/s (median) | × concurrency 1 |")
     print("|---|---:|---:|")
-    base = None
+    base = 0.0
     for concurrency in (1, 2, 4, 8):
         rates = [
             openai_rate(corpus, args.batch, args.latency, concurrency) for _ in range(args.repeat)
