@@ -279,6 +279,11 @@ def load(request: Request, run_id: str, secrets: Secrets, listener: Listener) ->
         key, _ = secrets(OPENAI_KEY_BLOCK, OPENAI_KEY_ENV)
         options = database.embedder_options(api_key=key)
     embedder = make_embedder(database.embedder, **options)
+    if request.run.task_runner == "dask" and database.embedder == "local":
+        from firechunk.cluster_embedder import ClusterEmbedder
+        from firechunk.run.executors import workers_of
+
+        embedder = ClusterEmbedder(embedder, request.run.dask_address, workers_of(request.run))
     run = published_run(request.data_dir, run_id)
     try:
         with connection(url, request.data_dir) as conn:

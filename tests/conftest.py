@@ -57,6 +57,7 @@ TEST_MARKS = {
     "test_crawl_secrets.py::test_canary_key_stays_out_of_files_and_cli": ("processes",),
     "test_embedders.py::test_local_agrees_with_the_shipped_graph": ("embedder",),
     "test_embedders.py::test_local_first_load_memory": ("embedder", "processes"),
+    "test_embedders.py::test_cluster_embedder_spreads": ("embedder", "processes"),
     "test_embedders.py::test_openai_retries_a_timeout": ("slow",),  # waits out a timeout
     "test_crawl_faults.py::test_transient_fault_is_retried_to_success[read timeout": ("slow",),
 }

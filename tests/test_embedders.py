@@ -593,3 +593,40 @@ def test_openai_429_holds_back_every_concurrent_request():
     later = [r["at"] for r in server.requests[1:] if r["at"] > refused + 0.5]
     assert len(later) >= 5 and all(at >= refused + 1.9 for at in later)
     np.testing.assert_allclose(vectors, expected(texts, 5), atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# local, spread over a Dask cluster
+# ---------------------------------------------------------------------------------------
+
+
+def test_cluster_embedder_spreads_parts_over_the_workers_with_the_same_vectors(local, monkeypatch):
+    """Parts of 8 texts on a 2-worker cluster: both workers embed, the rows come back in
+    input order with the vectors this process makes; a part or less stays here."""
+    from distributed import Client, LocalCluster, get_task_stream
+
+    from firechunk import cluster_embedder
+    from firechunk.cluster_embedder import ClusterEmbedder
+
+    texts = [f"{TEXTS[n % len(TEXTS)]} (text {n})" for n in range(40)]
+    seen: list[int] = []
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+        ) as cluster,
+        Client(cluster) as client,
+        get_task_stream(client) as stream,
+    ):
+        embedder = ClusterEmbedder(local, cluster.scheduler_address, 2, part_texts=8)
+        vectors = embedder.embed(texts, seen.append)
+        workers = set(cluster.scheduler.workers)
+    assert {task["worker"] for task in stream.data} == workers and len(workers) == 2
+    np.testing.assert_allclose(vectors, local.embed(texts), atol=1e-5)
+    assert seen == sorted(seen) and seen[-1] == len(texts) and len(seen) == 5
+    assert (embedder.model, embedder.dimensions) == (local.model, local.dimensions)
+
+    def no_cluster(*args: object) -> None:
+        raise AssertionError("a cluster was started for one part")
+
+    monkeypatch.setattr(cluster_embedder, "dask_client", no_cluster)
+    np.testing.assert_allclose(embedder.embed(texts[:8]), local.embed(texts[:8]), atol=1e-5)

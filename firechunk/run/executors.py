@@ -26,6 +26,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.run.outcomes import PackedOutcome, chunk_pages
@@ -171,44 +172,56 @@ def process_pool(workers: int) -> Executor:
 def executor_for(settings: RunSettings) -> Executor:
     """The executor `settings.task_runner` names, on `settings.workers` processes (None:
     `DEFAULT_WORKERS`; the chunk stage chunks little work in this process anyway)."""
-    workers = DEFAULT_WORKERS if settings.workers is None else settings.workers
     if settings.task_runner == "dask":
-        return dask_cluster(settings.dask_address, workers)
-    return process_pool(workers)
+        return dask_cluster(settings.dask_address, workers_of(settings))
+    return process_pool(workers_of(settings))
+
+
+def workers_of(settings: RunSettings) -> int:
+    """The worker processes a run's settings ask for (None: `DEFAULT_WORKERS`)."""
+    return DEFAULT_WORKERS if settings.workers is None else settings.workers
 
 
 DASK_WORKER_PRELOAD = "firechunk.run.dask_worker"
 
 
 def dask_cluster(address: str | None, workers: int) -> Executor:
-    """The scheduler at `address` (its workers are whatever that cluster has), else a local
-    cluster of `workers` single-threaded worker processes that lives as long as the
-    chunking, each dying with this process (`firechunk.run.dask_worker`)."""
+    """Batches chunked on the Dask cluster `dask_client` gives."""
 
     def run(
         batches: list[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
     ) -> Iterator[list[PackedOutcome]]:
         if not batches:
             return
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import as_completed
 
-        with contextlib.ExitStack() as stack:
-            if address:
-                client = stack.enter_context(Client(address))
-            else:
-                cluster = stack.enter_context(
-                    LocalCluster(
-                        n_workers=workers,
-                        threads_per_worker=1,
-                        processes=True,
-                        dashboard_address="127.0.0.1:0",  # loopback, any free port
-                        preload=[DASK_WORKER_PRELOAD],
-                    )
-                )
-                client = stack.enter_context(Client(cluster))
+        with dask_client(address, workers) as client:
             futures = client.map(chunk_pages, batches, encoding=encoding, options=options,
                                  pure=False)  # fmt: skip
             for future in as_completed(futures):
                 yield future.result()
 
     return run
+
+
+@contextlib.contextmanager
+def dask_client(address: str | None, workers: int) -> Iterator[Any]:
+    """A client of the scheduler at `address` (its workers are whatever that cluster has),
+    else of a local cluster of `workers` single-threaded worker processes that lives as
+    long as the `with`, each dying with this process (`firechunk.run.dask_worker`)."""
+    from distributed import Client, LocalCluster
+
+    with contextlib.ExitStack() as stack:
+        if address:
+            yield stack.enter_context(Client(address))
+            return
+        cluster = stack.enter_context(
+            LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address="127.0.0.1:0",  # loopback, any free port
+                preload=[DASK_WORKER_PRELOAD],
+            )
+        )
+        yield stack.enter_context(Client(cluster))

@@ -1,5 +1,6 @@
-"""The openai embedder's throughput against an API with latency, by concurrency, beside
-the local embedder in this process on the same texts.
+"""Embedding throughput, side by side on the same texts: the openai embedder against an
+API with latency, by concurrency; the local embedder in this process; the local embedder
+spread over a local Dask cluster of `--workers` processes (`--task-runner dask`).
 
 An embeddings API spends most of a request's time on the network and in its queue, not on
 this machine: the openai embedder's speed is requests in flight over latency. The server is
@@ -7,8 +8,11 @@ the tests' fake (`tests/test_embedders.py`, OpenAI's request and answer shapes o
 127.0.0.1) made to answer each request after `--latency` seconds, as a real API's round
 trip. The texts are chunk-sized: `--texts` pieces of 1,500 characters of a made-up page.
 
-Run: `python bench/openai_throughput.py [--texts 512] [--batch 32] [--latency 0.3]` in
-the venv. Prints texts per second for each concurrency, and the local embedder's.
+The cluster is started once and warmed (each worker loads its model) before it is timed:
+a load pays that start-up once, a few seconds.
+
+Run: `python bench/embedding_throughput.py [--texts 512] [--batch 32] [--latency 0.3]` in
+the venv. Prints texts per second of each.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fake server
 
-from firechunk.embedders import local_embedder, openai_embedder  # noqa: E402
+from firechunk.cluster_embedder import ClusterEmbedder  # noqa: E402
+from firechunk.embedders import Embedder, local_embedder, openai_embedder  # noqa: E402
+from firechunk.run.executors import dask_client  # noqa: E402
 from tests.test_embedders import KEY, Answer, FakeEmbeddings  # noqa: E402
 
 
@@ -49,9 +55,9 @@ def openai_rate(corpus: list[str], batch: int, latency: float, concurrency: int)
         return len(corpus) / (time.perf_counter() - started)
 
 
-def local_rate(corpus: list[str]) -> float:
-    embedder = local_embedder()
-    embedder.embed(corpus[:32])  # warm-up
+def rate(embedder: Embedder, corpus: list[str]) -> float:
+    """Texts per second of one pass, after a warm-up pass over a few."""
+    embedder.embed(corpus[:64])
     started = time.perf_counter()
     embedder.embed(corpus)
     return len(corpus) / (time.perf_counter() - started)
@@ -63,6 +69,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.3)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     corpus = texts(args.texts)
     print(f"load average {os.getloadavg()[0]:.1f}; {args.texts} texts, batch {args.batch}")
@@ -71,14 +78,25 @@ def main() -> None:
     print("|---|---:|---:|")
     base = 0.0
     for concurrency in (1, 2, 4, 8):
-        rates = [
+        runs = [
             openai_rate(corpus, args.batch, args.latency, concurrency) for _ in range(args.repeat)
         ]
-        rate = statistics.median(rates)
-        base = base or rate
-        print(f"| openai, concurrency {concurrency} | {rate:.0f} | {rate / base:.2f} |")
-    rate = statistics.median(local_rate(corpus) for _ in range(args.repeat))
-    print(f"| local (one process) | {rate:.0f} | {rate / base:.2f} |")
+        median = statistics.median(runs)
+        base = base or median
+        print(f"| openai, concurrency {concurrency} | {median:.0f} | {median / base:.2f} |")
+    local = local_embedder()
+    with dask_client(None, args.workers) as client:
+        spread = ClusterEmbedder(local, client.scheduler.address, args.workers, part_texts=64)
+        rates: dict[str, list[float]] = {"local": [], "cluster": []}
+        for _ in range(args.repeat):  # taking turns, so both meet the same load
+            rates["local"].append(rate(local, corpus))
+            rates["cluster"].append(rate(spread, corpus))
+    for name, label in (
+        ("local", "local, one process"),
+        ("cluster", f"local, Dask {args.workers} workers"),
+    ):
+        value = statistics.median(rates[name])
+        print(f"| {label} | {value:.1f} | {value / base:.2f} |")
 
 
 if __name__ == "__main__":
