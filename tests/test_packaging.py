@@ -24,6 +24,7 @@ from firechunk.extras import MODULES, modules_of
 
 ROOT = Path(__file__).resolve().parents[1]
 LINKED = ["flows", "tasks", "schemas", "expectations", "automations"]
+SAMPLE = str(ROOT / "data/sample/crawl.json")
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 # What `pip install firechunk` must not bring: the pipeline's libraries, each tens or
 # hundreds of MB with what they pull in (`make wheel-check` measures a real base install and
@@ -166,7 +167,7 @@ def test_the_base_install_imports_without_any_extra(tmp_path):
         "import firechunk.cli, firechunk.api\n"
         "from firechunk import chunk_crawl, chunk_markdown\n"
         "assert chunk_markdown('# A\\n\\nSome text here.')\n"
-        f"assert chunk_crawl({str(ROOT / 'data/sample/crawl.json')!r}).chunks\n"
+        f"assert chunk_crawl({SAMPLE!r}).chunks\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
@@ -185,9 +186,6 @@ def test_the_pipeline_imports_without_the_other_extras(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
-
-
-SAMPLE = str(ROOT / "data/sample/crawl.json")
 
 
 @pytest.mark.parametrize(
