@@ -188,6 +188,21 @@ def test_the_pipeline_imports_without_the_other_extras(tmp_path):
     assert done.returncode == 0, done.stderr.decode()[-2000:]
 
 
+def test_the_database_imports_without_the_pipeline(tmp_path):
+    """`pip install 'firechunk[db,embed]'` loads and searches: a published run is read from
+    its JSON, so the database's modules import none of the pipeline's."""
+    script = (
+        "import sys\n"
+        f"for name in {modules_of('pipeline')!r}:\n"
+        "    sys.modules[name] = None\n"
+        "import firechunk.commands.database, firechunk.commands.rename, firechunk.commands.runs\n"
+        "import firechunk.db.load, firechunk.db.search, firechunk.db.runs, firechunk.db.rename\n"
+        "import firechunk.embedders, firechunk.embedder_model, firechunk.rename\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
 @pytest.mark.parametrize(
     ("command", "args"),
     [
