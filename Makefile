@@ -44,7 +44,8 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev,bench]'
 	$(BIN)/python bench/chunk_speed.py
 
-# The wheel, installed without extras in a fresh venv, run from outside the checkout (CI).
+# The wheel in a fresh venv, run from outside the checkout (CI): without extras (its size,
+# the chunker, one line for a pipeline command), then with the pipeline extra.
 wheel-check: $(STAMP)
 	PYTHON=$(PYTHON) BUILDER=$(BIN)/python bash scripts/wheel_check.sh
 

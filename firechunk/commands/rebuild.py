@@ -150,9 +150,10 @@ def _check_inputs(
 
 def _check_extras(database: DatabaseSettings, task_runner: str) -> None:
     """The extras the run will need, said now rather than from inside the flow: the
-    database's for a load, the local embedder's only when it is the one embedding."""
-    from firechunk.extras import require
+    pipeline's, the database's for a load, the local embedder's only when it embeds."""
+    from firechunk.extras import modules_of, require
 
+    require(*modules_of("pipeline"), needed_by="firechunk rebuild")
     if database.load:
         require("psycopg", "pgvector", needed_by="firechunk rebuild --load")
     if database.load and database.embedder == "local":

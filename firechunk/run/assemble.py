@@ -44,7 +44,7 @@ from firechunk.schemas.report import (
     SizePercentiles,
 )
 from firechunk.tokens import TokenCounter
-from firechunk.validate.tables import ChunkFacts, chunk_facts
+from firechunk.validate.facts import ChunkFacts, chunk_facts
 
 
 class Outcomes(Protocol):

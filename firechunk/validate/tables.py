@@ -6,11 +6,11 @@ same page, whether a heading is covered by some chunk, how many of a page's toke
 up in chunks). Those values are computed here as plain columns with obvious meanings; every
 threshold and allowed value lives in the suite files in `expectations/`, never here.
 
-The tables are built from `ChunkFacts`, one per chunk: what the suites need to know about a
-chunk, without its text. A run held in memory (`ChunkRun`) gives its facts through
-`chunk_facts`; a written run (`firechunk.run.assemble`) keeps the same facts for the chunks it
-wrote, with the text-derived ones (recount, text hash, heading lines) computed where the
-chunk was made, by the same functions as here, so both check the same values.
+The tables are built from `ChunkFacts` (`firechunk.validate.facts`), one per chunk: what the
+suites need to know about a chunk, without its text. A run held in memory (`ChunkRun`) gives
+its facts through `chunk_facts`; a written run (`firechunk.run.assemble`) keeps the same facts
+for the chunks it wrote, with the text-derived ones (recount, text hash, heading lines)
+computed where the chunk was made, by the same functions, so both check the same values.
 
 Tables (one per suite, the suite's `name` is the table's name):
 - `chunks`: one row per chunk.
@@ -22,19 +22,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from firechunk.atomic import atomic_write
-from firechunk.chunker.headings import heading_key, heading_lines
-from firechunk.chunker.page import content_hash
+from firechunk.chunker.headings import heading_key
 from firechunk.layout import RunDir
-from firechunk.schemas.chunk import Checked, Chunk, chunk_leaves
+from firechunk.schemas.chunk import Checked, chunk_leaves
 from firechunk.schemas.report import ChunkRun, DuplicateChunk, PageRecord
 from firechunk.tokens import TokenCounter
-from firechunk.urls import page_url
+from firechunk.validate.facts import ChunkFacts, chunk_facts
 
 # Columns named in failure examples, so a failing row can be found in the outputs.
 ID_COLUMNS: dict[str, list[str]] = {
@@ -69,43 +67,6 @@ PAGE_COLUMNS = [
     "token_ratio",
 ]
 HEADER_COLUMNS = ["url", "status", "level", "heading", "line", "coverage"]
-
-
-@dataclass(slots=True)  # not frozen: a frozen dataclass is slow to make, and runs make 1000s
-class ChunkFacts:
-    """One chunk as the suites see it: its metadata and what its text says, not the text.
-    Each field marked `Checked` in `schemas.chunk` is an attribute of the same name."""
-
-    chunk_id: str
-    source_url: str  # the page's canonical URL (`rows.page_url`), not the one it cites
-    page_title: str
-    h1: str | None
-    h2: str | None
-    chunk_index: int
-    token_count: int
-    # the run's TokenCounter over data.text; None in a run made without validation facts
-    # (`ChunkerOptions.validation_facts`), which no suite checks
-    token_recount: int | None
-    text_hash: str  # `content_hash(data.text)`
-    prev_chunk_id: str | None
-    heading_lines: frozenset[str]  # `heading_lines(data.text)`
-
-
-def chunk_facts(chunk: Chunk, counter: TokenCounter) -> ChunkFacts:
-    text = chunk.data.text
-    return ChunkFacts(
-        chunk_id=chunk.chunk_id,
-        source_url=page_url(chunk),
-        page_title=chunk.metadata.page_title,
-        h1=chunk.data.headers.h1,
-        h2=chunk.data.headers.h2,
-        chunk_index=chunk.metadata.chunk_index,
-        token_count=chunk.metadata.token_count,
-        token_recount=counter.count(text),
-        text_hash=content_hash(text),
-        prev_chunk_id=chunk.data.overlap_text.prev_chunk_id,
-        heading_lines=heading_lines(text),
-    )
 
 
 def _recount(chunk: ChunkFacts) -> int:
