@@ -276,6 +276,8 @@ def test_llamaindex_offsets_header_path_and_arguments():
     assert len(nodes) > len(default)
     with pytest.raises(ValueError, match="chunk_size or config"):
         FirechunkNodeParser(chunk_size=300, config=ChunkConfig())
+    with pytest.raises(ValueError, match="chunk_sise"):  # a typo is not ignored
+        FirechunkNodeParser(chunk_sise=300)
     pages = sample_pages()
     docs = [LlamaDocument(text=page["markdown"] or "", metadata=page["metadata"]) for page in pages]
     crawl = FirechunkNodeParser(whole_crawl=True).get_nodes_from_documents(docs)

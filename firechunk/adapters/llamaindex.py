@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field
+from llama_index.core.bridge.pydantic import ConfigDict, Field
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 from llama_index.core.utils import get_tqdm_iterable
@@ -38,6 +38,9 @@ class FirechunkNodeParser(NodeParser):
     as LlamaIndex's splitters take it, by `chunk_size`: firechunk's hard limit in tokens
     (soft and minimum follow it down). `chunk_overlap` is accepted; firechunk's overlap is
     its own (the previous chunk's last heading and sentence, in `overlap_text`)."""
+
+    # An argument it does not take (a typo, another parser's) is an error, not ignored.
+    model_config = ConfigDict(extra="forbid")
 
     config: Any = Field(default=None, exclude=True)
     chunk_size: int | None = Field(default=None, description="firechunk's hard limit, tokens.")
