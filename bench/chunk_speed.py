@@ -177,9 +177,9 @@ def chunk_markdown_per_page() -> Contender:
 
     def run(group: Group) -> list[str]:
         texts = []
-        for page in group.crawl.data:
+        for page, text in zip(group.crawl.data, group.texts, strict=True):
             try:
-                chunks = chunk_markdown(page.markdown, url=page.url, title=page.metadata.title)
+                chunks = chunk_markdown(text, url=page.url, title=page.metadata.title)
             except PageRejected:
                 continue
             texts += [chunk.data.text for chunk in chunks]

@@ -157,7 +157,8 @@ def chunk_markdown(
     title = clean_title(page.metadata.title) or url
     if url and (problem := page_problem(url, title)):
         raise PageRejected(*problem)
-    options = replace(config.options(), validation_facts=False)  # nothing validates it
+    # Nothing validates it, and it has no report and no other page to be an alias of.
+    options = replace(config.options(), validation_facts=False, page_figures=False)
     outcome = page_outcome(
         PageInput(0, url, title, page.markdown), page_sizer(config.measure()), options
     )
