@@ -146,7 +146,7 @@ def chunk_markdown(
     """
     from firechunk.run.outcomes import page_outcome, page_sizer
     from firechunk.run.plan import PageInput
-    from firechunk.run.rows import page_rows
+    from firechunk.run.rows import page_chunks
     from firechunk.run.titles import clean_title, page_problem
     from firechunk.schemas.page import CrawledPage
     from firechunk.urls import canonical_url
@@ -164,7 +164,7 @@ def chunk_markdown(
     )
     if not outcome.chunked:
         raise PageRejected(outcome.reason or "unknown", outcome.detail)
-    _, rows = page_rows(
+    _, chunks = page_chunks(
         canonical_url(url) if url else "",
         title,
         outcome.drafts,
@@ -172,7 +172,7 @@ def chunk_markdown(
         aliases=[],
         seen={},
     )
-    return [Chunk.model_validate(row) for row in rows]
+    return chunks
 
 
 def chunk_crawl(
