@@ -12,6 +12,12 @@ the contenders rotates between repetitions, so no one always runs first. One-off
 (imports, loading encoders, building splitters, one warm-up call) is excluded and reported
 apart. Chunk counts and exact duplicate chunk texts come from the first repetition.
 
+`--versus-langchain` measures the library's target instead: `firechunk.chunk_markdown`
+page by page (as a LangChain pipeline calls it) against LangChain's splitters over the same
+pages, per file, in CPU seconds of the process (`time.process_time`: other work on a shared
+machine does not count), the two interleaved and taking turns at going first; the figure is
+the median of the repetitions' ratios firechunk / LangChain (at most 1.0: the target met).
+
 Run: `make bench`, or `python bench/chunk_speed.py --help` in the venv with the bench extras.
 """
 
@@ -164,6 +170,24 @@ def langchain(encoding: Any) -> Contender:
     return Contender("langchain MarkdownHeader + RecursiveCharacter", run, lambda out: out)
 
 
+def chunk_markdown_per_page() -> Contender:
+    """`firechunk.chunk_markdown` on each page, with its URL and title, default config: the
+    library call a LangChain or LlamaIndex pipeline makes. A page it rejects costs its time."""
+    from firechunk import PageRejected, chunk_markdown
+
+    def run(group: Group) -> list[str]:
+        texts = []
+        for page, text in zip(group.crawl.data, group.texts, strict=True):
+            try:
+                chunks = chunk_markdown(text, url=page.url, title=page.metadata.title)
+            except PageRejected:
+                continue
+            texts += [chunk.data.text for chunk in chunks]
+        return texts
+
+    return Contender("firechunk chunk_markdown, page by page", run, lambda out: out)
+
+
 def chonkie(encoding: Any) -> Contender:
     """RecursiveChunker with its default rules (paragraphs, sentences, ...): its markdown
     recipe is fetched from the Hugging Face hub, which this machine cannot reach."""
@@ -223,12 +247,14 @@ def build_contenders(encoding: Any) -> tuple[list[Contender], dict[str, str]]:
 # ---------------------------------------------------------------------------------------
 
 
-def timed(contender: Contender, group: Group) -> tuple[float, Any]:
+def timed(
+    contender: Contender, group: Group, clock: Callable[[], float] = time.perf_counter
+) -> tuple[float, Any]:
     contender.before_each()
     gc.collect()
-    started = time.perf_counter()
+    started = clock()
     output = contender.run(group)
-    return time.perf_counter() - started, output
+    return clock() - started, output
 
 
 def warm_up(contenders: list[Contender], group: Group) -> None:
@@ -286,6 +312,52 @@ def measure(
                 record_chunks(result, contender.chunk_texts(output), encoding)
             log(f"  {group.name} rep {rep + 1}: {contender.name} {seconds:.3f} s")
     return [base, *results.values()]
+
+
+def measure_pair(group: Group, ours: Contender, theirs: Contender, repeat: int) -> list[Result]:
+    """CPU seconds of `ours` and `theirs`, back to back in every repetition, first one then
+    the other going first; each result's ratios are ours / theirs of the same repetition."""
+    results = [Result(ours.name), Result(theirs.name)]
+    for rep in range(repeat):
+        pair = [(ours, results[0]), (theirs, results[1])]
+        for contender, result in pair if rep % 2 == 0 else pair[::-1]:
+            seconds, output = timed(contender, group, time.process_time)
+            result.seconds.append(seconds)
+            if result.chunks is None:
+                result.chunks = len(contender.chunk_texts(output))
+        ratio = results[0].seconds[-1] / results[1].seconds[-1]
+        results[0].ratios.append(ratio)
+        results[1].ratios.append(1.0)
+        log(f"  {group.name} rep {rep + 1}: {ratio:.2f}")
+    return results
+
+
+def versus_langchain(groups: list[Group], encoding: Any, repeat: int, load_before: float) -> None:
+    """Print, per file, chunk_markdown's CPU time against LangChain's (`measure_pair`)."""
+    ours, theirs = chunk_markdown_per_page(), langchain(encoding)
+    warm_up([ours, theirs], groups[0])
+    env = environment()
+    print("## `chunk_markdown` against LangChain, CPU time\n")
+    print(
+        f"Python {env['python']} on {env['cpus']} CPUs; encoding {ENCODING}; chunk size "
+        f"{CHUNK_TOKENS} tokens; {repeat} interleaved repetitions; `time.process_time`.\n"
+    )
+    print(
+        "| file | pages | chunk_markdown s | LangChain s | ratio (median) | ratio min–max "
+        "| chunks (ours / theirs) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for group in groups:
+        log(f"measuring {group.name} ({len(group.texts)} pages)")
+        ours_result, theirs_result = measure_pair(group, ours, theirs, repeat)
+        print(
+            f"| {group.name} | {len(group.texts)} | {ours_result.median_seconds:.3f} "
+            f"| {theirs_result.median_seconds:.3f} | **{ours_result.median_ratio:.2f}** "
+            f"| {min(ours_result.ratios):.2f}–{max(ours_result.ratios):.2f} "
+            f"| {ours_result.chunks:,} / {theirs_result.chunks:,} |",
+            flush=True,
+        )
+    print(f"\n{load_note(load_before, environment())}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -439,6 +511,12 @@ def main(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Also save the figures here.")
     ] = None,
+    versus: Annotated[
+        bool,
+        typer.Option(
+            "--versus-langchain", help="chunk_markdown page by page against LangChain, per file."
+        ),
+    ] = False,
 ) -> None:
     """Time firechunk and its peers against one plain tiktoken pass over the same pages."""
     load_before = os.getloadavg()[0]
@@ -446,6 +524,10 @@ def main(
     if not corpus.is_dir():
         raise typer.BadParameter(f"{corpus} is not a folder", param_hint="--corpus")
     groups = load_groups(corpus, encoding)
+    if versus:
+        per_file = [group for group in groups if not group.name.startswith("all ")]
+        versus_langchain(per_file, encoding, repeat, load_before)
+        return
     baseline = tiktoken_pass(encoding)
     contenders, unavailable = build_contenders(encoding)
     warm_up([baseline, *contenders], groups[0])

@@ -146,7 +146,7 @@ def chunk_markdown(
     """
     from firechunk.run.outcomes import page_outcome, page_sizer
     from firechunk.run.plan import PageInput
-    from firechunk.run.rows import page_rows
+    from firechunk.run.rows import page_chunks
     from firechunk.run.titles import clean_title, page_problem
     from firechunk.schemas.page import CrawledPage
     from firechunk.urls import canonical_url
@@ -157,13 +157,14 @@ def chunk_markdown(
     title = clean_title(page.metadata.title) or url
     if url and (problem := page_problem(url, title)):
         raise PageRejected(*problem)
-    options = replace(config.options(), validation_facts=False)  # nothing validates it
+    # Nothing validates it, and it has no report and no other page to be an alias of.
+    options = replace(config.options(), validation_facts=False, page_figures=False)
     outcome = page_outcome(
         PageInput(0, url, title, page.markdown), page_sizer(config.measure()), options
     )
     if not outcome.chunked:
         raise PageRejected(outcome.reason or "unknown", outcome.detail)
-    _, rows = page_rows(
+    _, chunks = page_chunks(
         canonical_url(url) if url else "",
         title,
         outcome.drafts,
@@ -171,7 +172,7 @@ def chunk_markdown(
         aliases=[],
         seen={},
     )
-    return [Chunk.model_validate(row) for row in rows]
+    return chunks
 
 
 def chunk_crawl(

@@ -25,7 +25,8 @@ from firechunk import (
     chunk_markdown,
 )
 from firechunk.chunker.cleanup import CleanupOptions
-from firechunk.chunker.page import ChunkerOptions
+from firechunk.chunker.page import ChunkerOptions, chunk_page
+from firechunk.chunker.sizer import Sizer
 from firechunk.chunker.split import Limits
 from firechunk.db.runs import RunNotLoadable
 from firechunk.db.search import CollectionNotLoaded
@@ -79,6 +80,19 @@ def test_chunk_crawl_takes_a_path_the_crawls_json_or_its_pages():
     document = json.loads(SAMPLE.read_text())
     assert [chunk.chunk_id for chunk in chunk_crawl(document).chunks] == ids
     assert [chunk.chunk_id for chunk in chunk_crawl(document["data"]).chunks] == ids
+
+
+def test_without_page_figures_a_page_gives_the_same_chunks_and_no_figures():
+    """chunk_markdown turns the page's figures off (`ChunkerOptions.page_figures`): only
+    the hash and counts that a crawl's aliases and report read go."""
+    sizer = Sizer(TiktokenSizer())
+    markdown = next(page["markdown"] for page in PAGES if len(page["markdown"] or "") > 2000)
+    full = chunk_page(markdown, "Page", sizer)
+    bare = chunk_page(markdown, "Page", sizer, ChunkerOptions(page_figures=False))
+    assert bare.chunks == full.chunks and bare.headings == full.headings
+    assert full.content_hash and full.tokens_after and full.removed_tokens
+    assert (bare.content_hash, bare.tokens_before, bare.tokens_after) == ("", 0, 0)
+    assert bare.removed_tokens == {}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p["metadata"]["sourceURL"][26:] for p in PAGES])

@@ -441,8 +441,11 @@ def _sequential_marker():
     return is_marker
 
 
-def _longest_backtick_run(lines) -> int:
-    return max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+_BACKTICKS = re.compile(r"`+")
+
+
+def _longest_backtick_run(lines: Iterable[str]) -> int:
+    return max((len(run) for run in _BACKTICKS.findall("\n".join(lines))), default=0)
 
 
 def _standalone(raw: list[str], i: int) -> bool:
@@ -545,6 +548,8 @@ def _close_gaps(page: CleanedPage, raw_count: int) -> None:
     counted in the page and found in no chunk. `raw_count`: the lines of the crawled page.
     """
     lines, source = page.lines, page.source_lines
+    if source == list(range(1, raw_count + 1)):  # nothing removed: the common case, at once
+        return
     drop: list[int] = []
     for start, end in _blank_runs(lines):
         above = source[start - 1] if start else 0

@@ -13,7 +13,7 @@ from typing import Literal
 
 from firechunk.chunker import boundaries
 from firechunk.chunker.blocks import HEADING, Block, count_block, parse_blocks
-from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
+from firechunk.chunker.cleanup import CleanedPage, CleanupOptions, clean_markdown
 from firechunk.chunker.navigation import NAVIGATION, is_index_page, is_link_list
 from firechunk.chunker.packing import pack_units
 from firechunk.chunker.sections import (
@@ -78,6 +78,11 @@ class ChunkerOptions:
     # and its heading lines (`firechunk.run.outcomes`). A run held in memory, which nothing
     # validates, goes without: the recount alone is one more tiktoken pass over the text.
     validation_facts: bool = True
+    # Whether the page's own figures are computed: its content hash (how a crawl finds
+    # aliases) and its tokens before and after clean-up and removed by each rule (the
+    # run's report). One page chunked alone (`firechunk.chunk_markdown`) needs none of
+    # them, and counting the removed text alone costs a fifth of a tiktoken pass.
+    page_figures: bool = True
 
 
 def chunk_page(
@@ -120,23 +125,33 @@ def chunk_page(
     ]
     cleaned_text = "\n".join(cleaned.lines)
     _tag_navigation(chunks, cleaned_text)
-    removed_tokens = {
-        rule: count("\n".join(parts)) for rule, parts in cleaned.removed.items() if parts
-    }
-    tokens_after = page_tokens(cleaned.lines, blocks, count)
-    return PageChunks(
+    page = PageChunks(
         chunks=chunks,
         headings=[
             (b.level, b.title, cleaned.source_lines[b.start])
             for b in blocks
             if b.kind == HEADING and b.level <= 2
         ],
-        content_hash=content_hash(cleaned_text),
-        tokens_before=tokens_after + sum(removed_tokens.values()),
-        tokens_after=tokens_after,
-        removed_tokens=removed_tokens,
+        content_hash="",
+        tokens_before=0,
+        tokens_after=0,
         warnings=cleaned.warnings,
     )
+    if options.page_figures:
+        _add_figures(page, cleaned, cleaned_text, blocks, count)
+    return page
+
+
+def _add_figures(
+    page: PageChunks, cleaned: CleanedPage, cleaned_text: str, blocks: list[Block], count: Sizer
+) -> None:
+    """The page's content hash and token figures (`ChunkerOptions.page_figures`)."""
+    page.removed_tokens = {
+        rule: count("\n".join(parts)) for rule, parts in cleaned.removed.items() if parts
+    }
+    page.tokens_after = page_tokens(cleaned.lines, blocks, count)
+    page.tokens_before = page.tokens_after + sum(page.removed_tokens.values())
+    page.content_hash = content_hash(cleaned_text)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")

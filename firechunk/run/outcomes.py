@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import orjson
 
@@ -109,7 +110,15 @@ def chunk_pages(
 
 def page_sizer(encoding: str | TokenSizer) -> Sizer:
     """The chunker's sizer for a tiktoken encoding's name or a caller's own sizer."""
-    return Sizer(TokenCounter(encoding) if isinstance(encoding, str) else encoding)
+    return _encoding_sizer(encoding) if isinstance(encoding, str) else Sizer(encoding)
+
+
+@lru_cache(maxsize=8)
+def _encoding_sizer(encoding: str) -> Sizer:
+    """One sizer per encoding in a process: the counts a sizer keeps of separators after
+    short tails (`firechunk.chunker.sizer`) then serve every page, not only the first one
+    a new sizer sees (`firechunk.chunk_markdown` sizes one page per call)."""
+    return Sizer(TokenCounter(encoding))
 
 
 def page_outcome(page: PageInput, sizer: Sizer, options: ChunkerOptions) -> StoredOutcome:

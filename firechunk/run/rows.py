@@ -52,6 +52,25 @@ def page_rows(
     also_on: dict[str, list[dict[str, Any]]] | None = None,
 ) -> tuple[list[str | None], list[dict[str, Any]]]:
     """The rows of a page's kept drafts, in order, and per draft what it repeats
+    (`repeats_of`): the JSON objects of `page_chunks`' chunks, whose arguments these are."""
+    repeats, chunks = page_chunks(
+        url, title, drafts, text_hashes, aliases, seen, cited=cited, also_on=also_on
+    )
+    return repeats, [chunk.to_json() for chunk in chunks]
+
+
+def page_chunks(
+    url: str,
+    title: str,
+    drafts: Sequence[DraftChunk],
+    text_hashes: list[str],
+    aliases: list[str],
+    seen: dict[str, str],
+    *,
+    cited: list[str] | None = None,
+    also_on: dict[str, list[dict[str, Any]]] | None = None,
+) -> tuple[list[str | None], list[Chunk]]:
+    """The chunks of a page's kept drafts, in order, and per draft what it repeats
     (`repeats_of`). `url` is the page's canonical URL; `seen` is not changed. `cited` is
     the URL each draft cites (`firechunk.run.citations`, default `url`); `also_on` gives,
     by text hash, the other pages whose copy of a draft's text is dropped."""
@@ -64,14 +83,14 @@ def page_rows(
         for position, (draft, earlier) in enumerate(zip(drafts, repeats, strict=True))
         if earlier is None
     ]
-    rows = []
+    chunks = []
     for index, (kept_id, (draft, source_url, also)) in enumerate(zip(kept_ids, kept, strict=True)):
         others = [other for other in dict.fromkeys([url, *aliases]) if other != source_url]
         previous = (kept_ids[index - 1], kept[index - 1][0]) if index else None
-        rows.append(
-            chunk_row(kept_id, draft, source_url, title, index, others, previous, also_on=also)
+        chunks.append(
+            chunk_model(kept_id, draft, source_url, title, index, others, previous, also_on=also)
         )
-    return repeats, rows
+    return repeats, chunks
 
 
 def duplicates_of(url: str, repeats: list[str | None], tokens: list[int]) -> list[DuplicateChunk]:
@@ -89,7 +108,7 @@ def duplicates_of(url: str, repeats: list[str | None], tokens: list[int]) -> lis
     ]
 
 
-def chunk_row(
+def chunk_model(
     row_id: str,
     draft: DraftChunk,
     url: str,
@@ -99,11 +118,10 @@ def chunk_row(
     previous: tuple[str, DraftChunk] | None,
     *,
     also_on: Sequence[dict[str, Any]] = (),
-) -> dict[str, Any]:
-    """The chunk's JSON object, made by the model (`schemas.chunk.Chunk`), so its keys,
-    their order and a `kind` left out when None are the model's; `previous` is the kept
-    chunk before it on its page (its id and draft), whose overlap text this chunk carries;
-    `url` is the URL it cites."""
+) -> Chunk:
+    """The chunk (`schemas.chunk.Chunk`); `previous` is the kept chunk before it on its
+    page (its id and draft), whose overlap text this chunk carries; `url` is the URL it
+    cites."""
     return Chunk(
         chunk_id=row_id,
         metadata=ChunkMetadata(
@@ -126,4 +144,4 @@ def chunk_row(
                 text=previous[1].overlap if previous else "",
             ),
         ),
-    ).to_json()
+    )
