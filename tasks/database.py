@@ -17,17 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from firechunk.db.connect import DB_URL_ENV
 from firechunk.db.held import Held, current_collection, read_held, sync_state, utc_minute
 from firechunk.run.history import RunRow, list_runs
 from firechunk.settings import DatabaseSettings
-from firechunk.tasks.artifacts import short_model, trend_to_dashboard
+from firechunk.tasks.artifacts import markdown_card, short_model, trend_to_dashboard
 from firechunk.tasks.secrets import secret_or_env
-
-DATABASE_KEY = "rebuild-database"
 
 
 @task(name="report-database", cache_policy=NO_CACHE)
@@ -48,10 +45,10 @@ def database_to_dashboard(
     held = _read(data_dir, chosen, db_secret_block)
     headline = _headline(held, runs, this)
     get_run_logger().info("%s (%s)", headline, chosen or "no collection yet")
-    create_markdown_artifact(
+    markdown_card(
+        "rebuild-database",
         database_markdown(held, runs, this, load),
-        key=DATABASE_KEY,
-        description=f"{headline} ({chosen or 'no collection yet'})",
+        f"{headline} ({chosen or 'no collection yet'})",
     )
     trend_to_dashboard(data_dir, held)
     return held
