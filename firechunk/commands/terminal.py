@@ -9,6 +9,7 @@ as chunking.
 from __future__ import annotations
 
 import functools
+import os
 from typing import TYPE_CHECKING
 
 from firechunk.pipeline import Listener, Night, Request, StageName
@@ -22,10 +23,18 @@ BAR_LABELS: dict[str, str] = {"chunk": "chunking pages", "load": "embedding chun
 
 @functools.cache
 def console() -> Console:
-    """stderr, long paths kept whole in logs; made on first use, so `--help` needs no rich."""
+    """stderr, long paths kept whole in logs; made on first use, so `--help` needs no rich.
+    A reader that goes away (`2>&1 | head -1`) silences it; the run goes on and exits
+    with its own code."""
     from rich.console import Console
 
-    return Console(stderr=True, soft_wrap=True)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.file.fileno())
+
+    return _Console(stderr=True, soft_wrap=True)
 
 
 class Terminal(Listener):
