@@ -104,7 +104,8 @@ class Dashboard(Listener):
             with contextlib.suppress(Exception):
                 verdict_card(night_verdict(request, night, error, self._stage, True), night.run_id)
             return
-        verdict_card(night_verdict(request, night, error, self._stage), night.run_id)
+        verdict = night_verdict(request, night, error, self._stage)
+        verdict_card(verdict, night.run_id)
         if night.result is not None:
             report_to_dashboard(
                 read_report(night.result.run_dir), night.seconds, night.result, night.removed
@@ -116,6 +117,7 @@ class Dashboard(Listener):
             night.run_id,
             request.database,
             night.start.collection if night.start else request.run.collection,
+            verdict.headline,
             return_state=True,
         )
 

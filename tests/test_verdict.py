@@ -76,6 +76,21 @@ def test_a_refused_night_says_what_the_guard_counted(tmp_path):
     assert refused in verdict.details[0]
 
 
+def test_runs_tell_a_refused_run_from_a_failed_one(tmp_path):
+    from firechunk.publish import SHRINK_GUARD
+    from firechunk.run.history import list_runs
+    from firechunk.schemas.publish import RunStatus
+
+    for run_id, failed in (("refused", [SHRINK_GUARD]), ("failed", ["chunks/run_has_chunks"])):
+        run_dir = tmp_path / "runs" / run_id
+        run_dir.mkdir(parents=True)
+        (run_dir / "run.json").write_text("{}")
+        status = RunStatus(run_id=run_id, status="failed", failed_expectations=failed)
+        (run_dir / "status.json").write_text(status.model_dump_json())
+    verdicts = {row.run_id: row.verdict for row in list_runs(tmp_path)}
+    assert verdicts == {"refused": "refused", "failed": "failed"}
+
+
 def test_every_card_the_dashboard_makes_has_its_place_in_the_order():
     made = set()
     for path in [*(ROOT / "tasks").glob("*.py"), *(ROOT / "flows").glob("*.py")]:
