@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -40,6 +41,7 @@ from firechunk.schemas.report import ChunkReport, QuarantineRecord
 from firechunk.schemas.validation import ValidationOutcome
 from firechunk.tasks.trend_chart import trend_svg
 from firechunk.tasks.verdict import Verdict, allowed_values, failing_line, readable
+from firechunk.words import counted
 
 if TYPE_CHECKING:
     from firechunk.db.load import LoadResult
@@ -179,6 +181,12 @@ def report_pages(run_dir: Path, changes: ChangeSet) -> None:
     as soon as the run is written, so a run that then fails validation shows them too."""
     run = RunDir(run_dir)
     quarantined = read_quarantine(run_dir)
+    per_page = page_change_rows(run_dir, changes)
+    table_card(
+        "rebuild-page-changes",
+        per_page,
+        f"Chunks added, removed, changed on {counted(len(per_page), 'page')}",
+    )
     tables = [
         ("rebuild-pages-added", added_rows, changes.pages_added, "added"),
         ("rebuild-pages-changed", changed_rows, changes.pages_changed, "changed"),
@@ -200,6 +208,47 @@ def report_pages(run_dir: Path, changes: ChangeSet) -> None:
         sizes_markdown(size_histogram(token_counts(run_dir))),
         "How many chunks of each size (tokens), from chunks.parquet",
     )
+
+
+def page_change_rows(run_dir: Path, changes: ChangeSet) -> list[dict[str, Any]]:
+    """Per page whose chunks changed, how many were added (new ids), removed (the
+    baseline's ids gone) and changed (the same id, another row), most changed first:
+    what the counts of changes.json mean for each page. Pages by the URL each chunk
+    cites."""
+    this = _ids_by_page(RunDir(run_dir).chunks_parquet)
+    before = (
+        _ids_by_page(RunDir(run_dir.parent / changes.baseline).chunks_parquet)
+        if changes.baseline
+        else {}
+    )
+    upsert, delete = set(changes.upsert), set(changes.delete)
+    known: set[str] = set().union(*before.values()) if before else set()
+    counts = []
+    for url in sorted(set(this) | set(before)):
+        upserted = this.get(url, set()) & upsert
+        removed = before.get(url, set()) & delete
+        added, changed = len(upserted - known), len(upserted & known)
+        if added or removed or changed:
+            counts.append((added + len(removed) + changed, url, added, len(removed), changed))
+    counts.sort(key=lambda count: -count[0])
+    rows: list[dict[str, Any]] = [
+        {"url": url, "added": added, "removed": removed, "changed": changed}
+        for _, url, added, removed, changed in counts
+    ]
+    blanks = {"added": None, "removed": None, "changed": None}
+    return rows[:MAX_ROWS] + _more(len(rows), RunDir(run_dir).changes_json, blanks)
+
+
+def _ids_by_page(chunks_parquet: Path) -> dict[str, set[str]]:
+    """Chunk ids by the URL they cite; empty when the file is gone (a pruned baseline)."""
+    if not chunks_parquet.is_file():
+        return {}
+    table = pl.read_parquet(chunks_parquet, columns=["chunk_id", "metadata"])
+    urls = table.get_column("metadata").struct.field("sourceUrl")
+    pages: dict[str, set[str]] = {}
+    for chunk_id, url in zip(table.get_column("chunk_id"), urls, strict=True):
+        pages.setdefault(url, set()).add(chunk_id)
+    return pages
 
 
 def summary_description(result: PublishResult | None) -> str:
