@@ -686,3 +686,17 @@ def test_a_run_is_named_for_the_site_its_pages_come_from(tmp_path):
     replay = {"crawl": nightly["crawl"], "replay": str(SAMPLE_CRAWL)}
     assert what_is_built(replay) == "docs.example.com/docs replay of crawl.json"
     assert what_is_built({"replay": str(tmp_path / "gone.json")}) == "gone.json"
+    # A night whose replay lost pages keeps the name of the collection it declares.
+    declared = {**replay, "run": {"collection": "docs.example.com/docs"}}
+    shrunk = json.loads(SAMPLE_CRAWL.read_text(encoding="utf-8"))
+    shrunk["data"] = shrunk["data"][:3]
+    (tmp_path / "crawl.json").write_text(json.dumps(shrunk), encoding="utf-8")
+    assert what_is_built({**replay, "replay": str(tmp_path / "crawl.json")}) == (
+        "docs.example.com/docs/guides replay of crawl.json"
+    )
+    assert what_is_built({**declared, "replay": str(tmp_path / "crawl.json")}) == (
+        "docs.example.com/docs replay of crawl.json"
+    )
+    assert what_is_built({**declared, "run": RunSettings(collection="x.test/docs")}) == (
+        "x.test/docs replay of crawl.json"
+    )
