@@ -348,9 +348,8 @@ def _connection(db: str | None, data_dir: Path, create: bool = True):
 
 
 def _console() -> Console:
-    """The terminal's stderr console (`firechunk.commands.terminal`), imported on first
-    use: `--help` and `--version` need no rich."""
-    from firechunk.commands.terminal import console
+    """The commands' stderr console (`firechunk.commands.console`)."""
+    from firechunk.commands.console import console
 
     return console()
 

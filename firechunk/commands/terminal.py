@@ -8,33 +8,15 @@ as chunking.
 
 from __future__ import annotations
 
-import functools
-import os
 from typing import TYPE_CHECKING
 
+from firechunk.commands.console import console
 from firechunk.pipeline import Listener, Night, Request, StageName
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.progress import Progress, TaskID
 
 BAR_LABELS: dict[str, str] = {"chunk": "chunking pages", "load": "embedding chunks"}
-
-
-@functools.cache
-def console() -> Console:
-    """stderr, long paths kept whole in logs; made on first use, so `--help` needs no rich.
-    A reader that goes away (`2>&1 | head -1`) silences it; the run goes on and exits
-    with its own code."""
-    from rich.console import Console
-
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:
-            self.quiet = True
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.file.fileno())
-
-    return _Console(stderr=True, soft_wrap=True)
 
 
 class Terminal(Listener):
