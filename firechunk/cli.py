@@ -34,7 +34,7 @@ app = typer.Typer(
     help="Crawl a documentation site with Firecrawl and turn it into retrieval-ready chunks.",
     epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     cls=Group,
 )
 

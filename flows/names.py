@@ -1,7 +1,11 @@
-"""Flow-run names that say what was built and when:
-`supabase.com/docs (guides, reference/cli) 2026-11-22 03:00 UTC`, or for a replayed crawl
-`docs.example.com/docs replay of crawl.json 2026-11-22 03:00 UTC`.
+"""Flow-run names that say which deployment built what, and when:
+`supabase-nightly: supabase.com/docs (guides, reference/cli) 2026-11-22 03:00 UTC`, or for
+a replayed crawl `manual-rebuild: docs.example.com/docs replay of crawl.json 2026-11-22
+03:00 UTC` (no deployment: the flow called directly, `firechunk rebuild --prefect`).
 
+A name stays the same from night to night of one deployment and collection: a crawl is
+named by its settings, a replay by the collection its run declares (`run.collection`), and
+only without one by the site its pages share (which a night that lost pages would change).
 The date is the run's scheduled start, so a nightly run is named for the night it belongs
 to even if a worker picked it up late.
 """
@@ -14,10 +18,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from prefect.runtime import flow_run
+from prefect.runtime import deployment, flow_run
 
 from firechunk.run.collection import collection_of_crawl
-from firechunk.settings import CrawlSettings
+from firechunk.settings import CrawlSettings, RunSettings
 
 MAX_SECTIONS = 4  # include patterns named; the rest are counted
 _REGEX_TAIL = re.compile(r"(/\?|/?\.\*|/?\*|\$|/)+$")
@@ -26,7 +30,9 @@ _REGEX_TAIL = re.compile(r"(/\?|/?\.\*|/?\*|\$|/)+$")
 def site_and_date() -> str:
     """The flow-run name: what the run builds (see `what_is_built`) and the UTC date."""
     when = flow_run.scheduled_start_time or datetime.now(UTC)
-    return f"{what_is_built(flow_run.parameters or {})} {when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    built = what_is_built(flow_run.parameters or {})
+    by = f"{deployment.name}: " if deployment.name else ""
+    return f"{by}{built} {when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
 
 
 def what_is_built(parameters: dict[str, Any]) -> str:
@@ -37,7 +43,7 @@ def what_is_built(parameters: dict[str, Any]) -> str:
         crawl = _crawl_settings(parameters.get("crawl"))
         return _crawled(crawl.site_url, crawl.include_paths) if crawl else "run"
     source = Path(str(parameters["replay"]))
-    site = _crawl_site(source)
+    site = _declared_collection(parameters.get("run")) or _crawl_site(source)
     return f"{site} replay of {source.name}" if site else source.name
 
 
@@ -50,6 +56,16 @@ def _crawl_settings(value: object) -> CrawlSettings | None:
         return CrawlSettings.model_validate(value or {})
     except ValueError:
         return None
+
+
+def _declared_collection(value: object) -> str:
+    """The collection the flow run's `run` parameter declares (the settings, or their JSON
+    as the API keeps them); empty when it names none."""
+    if isinstance(value, RunSettings):
+        return value.collection or ""
+    if isinstance(value, dict):
+        return str(value.get("collection") or "")
+    return ""
 
 
 def _crawled(url: object, include_paths: object) -> str:

@@ -15,6 +15,8 @@ from pathlib import Path
 from prefect import flow
 from prefect.states import Failed, State
 
+from firechunk.flows.checks import check_before_start
+from firechunk.flows.logs import expected, quiet_expected_tracebacks
 from firechunk.flows.names import site_and_date
 from firechunk.pipeline import Request, run_pipeline
 from firechunk.publish import RunNotPublished, format_result, short_reason
@@ -46,8 +48,11 @@ def rebuild(
     replay's pages, names it). It is written to `data_dir/runs/<run-id>/` and becomes its
     collection's latest (and `data_dir/latest`) only if it passed validation (and the
     shrink guard); a run not published fails the flow run, with the reason as its message,
-    after the dashboard has the report. Every night ends with what the database holds on
-    the dashboard (`rebuild-database`), loaded or not.
+    after the dashboard has the report. A night that cannot start (no Firecrawl key, a bad
+    URL, a data directory it cannot write) fails before any task runs; an expected failure
+    (a crawl error, a refusal) ends the flow run Failed with its message, no traceback.
+    Every night that started ends with what the database holds on the dashboard
+    (`rebuild-database`), loaded or not; every night's first card is its verdict.
 
     Args:
         crawl: What Firecrawl crawls: the site, the paths, the page limit, the API and its
@@ -63,12 +68,25 @@ def rebuild(
     Returns:
         The run's id, directory and validation verdict, and whether it was published.
     """
+    quiet_expected_tracebacks()
     request = Request(
         run=run, crawl=crawl, database=database, replay=replay, data_dir=data_dir, run_id=run_id
     )
-    night = run_pipeline(
-        request, call=as_task(request), listener=Dashboard(), secrets=secret_or_env
-    )
+    dashboard = Dashboard()
+    try:
+        check_before_start(request, secret_or_env)
+    except Exception as error:
+        dashboard.not_started(request, error)
+        return Failed(message=str(error), data=error)
+    try:
+        night = run_pipeline(
+            request, call=as_task(request), listener=dashboard, secrets=secret_or_env
+        )
+    except Exception as error:
+        if not expected(error):
+            raise
+        # Returned, not raised: the dashboard has said it (its verdict card, one line).
+        return Failed(message=str(error), data=error)
     result = night.result
     assert result is not None, "a run of a data directory is always published or refused"
     if result.published:

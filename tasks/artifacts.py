@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -39,21 +40,49 @@ from firechunk.schemas.publish import PublishResult
 from firechunk.schemas.report import ChunkReport, QuarantineRecord
 from firechunk.schemas.validation import ValidationOutcome
 from firechunk.tasks.trend_chart import trend_svg
+from firechunk.tasks.verdict import Verdict, allowed_values, failing_line, readable
+from firechunk.words import counted
 
 if TYPE_CHECKING:
     from firechunk.db.load import LoadResult
 
-SUMMARY_KEY = "rebuild-summary"
-VALIDATION_KEY = "validation-report"
-OUTPUTS_KEY = "rebuild-outputs"
-RUN_DIR_LINK_KEY = "run-directory"
-ADDED_KEY = "rebuild-pages-added"
-CHANGED_KEY = "rebuild-pages-changed"
-REMOVED_KEY = "rebuild-pages-removed"
-QUARANTINE_KEY = "rebuild-quarantine"
-SIZES_KEY = "rebuild-chunk-sizes"
-TREND_KEY = "rebuild-trend"
-TREND_CHART_KEY = "rebuild-trend-chart"
+# Every card of a night, in the order it is read: the verdict first, then why, then what
+# changed, what the database holds, the figures and where the files are. Prefect's UI lists
+# a flow run's own artifacts before its task runs', and those in no order of their own: so
+# the verdict is the one card made by the flow itself (`tasks.dashboard`), every other one
+# is made in a task run and its description starts with its place here.
+CARDS: dict[str, str] = {
+    "rebuild-verdict": "the verdict",
+    "validation-report": "validation, failing expectations first",
+    "rebuild-changes": "what changes for the vector database",
+    "rebuild-page-changes": "chunks added, removed, changed per page",
+    "rebuild-pages-added": "pages added",
+    "rebuild-pages-changed": "pages changed",
+    "rebuild-pages-removed": "pages removed",
+    "rebuild-quarantine": "pages quarantined, with the reason",
+    "rebuild-database": "what the database holds",
+    "rebuild-load": "what the load changed",
+    "rebuild-summary": "the run's figures and seconds",
+    "rebuild-trend": "the last nights",
+    "rebuild-trend-chart": "the last nights, as bars",
+    "rebuild-chunk-sizes": "chunk sizes",
+    "rebuild-outputs": "where the files are",
+    "run-directory": "the run's directory",
+    "chunking-progress": "chunking progress",
+}
+
+
+def card_key(name: str) -> str:
+    """The artifact key of card `name` (one of `CARDS`)."""
+    assert name in CARDS, name
+    return name
+
+
+def card_description(name: str, text: str) -> str:
+    """`3 · Validation FAILED: …`: the card's place in `CARDS`, then what it says (the
+    dashboard shows the first ~45 characters of a description on the card)."""
+    return f"{list(CARDS).index(name) + 1} · {text}"
+
 
 MODEL_CHARS = 60  # of the model's name in a table: a longer one is cut with "…"
 TREND_RUNS = 14  # two weeks of nights
@@ -72,6 +101,36 @@ def timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
         seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - started
 
 
+def table_card(name: str, rows: list[dict[str, Any]], text: str) -> None:
+    """Card `name` of `CARDS` as a table; `text` its description after its place."""
+    create_table_artifact(rows, key=card_key(name), description=card_description(name, text))
+
+
+def markdown_card(name: str, markdown: str, text: str) -> None:
+    """Card `name` of `CARDS` as markdown; `text` its description after its place."""
+    create_markdown_artifact(markdown, key=card_key(name), description=card_description(name, text))
+
+
+def verdict_card(verdict: Verdict, run_id: str | None) -> None:
+    """The first card: its description is the verdict; below it, the reasons and the other
+    cards in the order they are read. Made by the flow, not a task (see `CARDS`)."""
+    create_markdown_artifact(
+        verdict_markdown(verdict, run_id), key=card_key("rebuild-verdict"),
+        description=verdict.headline,
+    )  # fmt: skip
+
+
+def verdict_markdown(verdict: Verdict, run_id: str | None) -> str:
+    lines = [f"# {verdict.headline}", ""]
+    if run_id:
+        lines += [f"Run `{run_id}`.", ""]
+    lines += [f"- {detail}" for detail in verdict.details]
+    lines += ["", "## The other cards, in order", ""]
+    lines += [f"{place}. `{key}`: {what}" for place, (key, what) in
+              enumerate(CARDS.items(), start=1) if key != "rebuild-verdict"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 @task(name="report-to-dashboard", cache_policy=NO_CACHE)
 def report_to_dashboard(
     report: ChunkReport,
@@ -82,27 +141,39 @@ def report_to_dashboard(
     """The summary table always; once validated (passed or not) the validation report and
     where the files are (the trend comes last, with what the database holds:
     `tasks.database`). `removed`: the old runs and raw crawls the night removed."""
-    create_table_artifact(
+    table_card(
+        "rebuild-summary",
         summary_rows(report, seconds, result, removed),
-        key=SUMMARY_KEY,
-        description=summary_description(result),
+        summary_description(result),
     )
     if result is None:
         return
     run_dir = result.run_dir.resolve()
-    create_markdown_artifact(
-        validation_markdown(result.validation, RunDir(run_dir).report_html),
-        key=VALIDATION_KEY,
-        description="Great Expectations results of this run",
+    outcome = result.validation
+    markdown_card(
+        "validation-report",
+        validation_markdown(outcome, RunDir(run_dir).report_html, run_dir),
+        validation_headline(outcome),
     )
-    create_markdown_artifact(
-        outputs_markdown(result), key=OUTPUTS_KEY, description="Where this run's files are"
+    published = "published" if result.published else "not published"
+    markdown_card(
+        "rebuild-outputs", outputs_markdown(result), f"Where this run's files are ({published})"
     )
-    create_markdown_artifact(
+    markdown_card(
+        "run-directory",
         f"`{run_dir}`\n",
-        key=RUN_DIR_LINK_KEY,
-        description="This run's output directory (a path on the worker's machine)",
+        "This run's output directory (a path on the worker's machine)",
     )
+
+
+def validation_headline(outcome: ValidationOutcome) -> str:
+    """`Validation FAILED: 1 of 23 · pages/page_tokens_in_chunks_ratio …`."""
+    evaluated = outcome.evaluated_expectations
+    if outcome.success:
+        return f"Validation passed: {outcome.successful_expectations} of {evaluated}"
+    failed = evaluated - outcome.successful_expectations
+    names = ", ".join(f"{item.suite}/{item.name}" for item in outcome.failed)
+    return f"Validation FAILED: {failed} of {evaluated} expectations · {names}"
 
 
 def report_pages(run_dir: Path, changes: ChangeSet) -> None:
@@ -110,27 +181,74 @@ def report_pages(run_dir: Path, changes: ChangeSet) -> None:
     as soon as the run is written, so a run that then fails validation shows them too."""
     run = RunDir(run_dir)
     quarantined = read_quarantine(run_dir)
+    per_page = page_change_rows(run_dir, changes)
+    table_card(
+        "rebuild-page-changes",
+        per_page,
+        f"Chunks added, removed, changed on {counted(len(per_page), 'page')}",
+    )
     tables = [
-        (ADDED_KEY, added_rows, changes.pages_added, "added"),
-        (CHANGED_KEY, changed_rows, changes.pages_changed, "changed"),
-        (REMOVED_KEY, removed_rows, changes.pages_removed, "removed"),
+        ("rebuild-pages-added", added_rows, changes.pages_added, "added"),
+        ("rebuild-pages-changed", changed_rows, changes.pages_changed, "changed"),
+        ("rebuild-pages-removed", removed_rows, changes.pages_removed, "removed"),
     ]
-    for key, rows, pages, what in tables:
-        create_table_artifact(
+    for name, rows, pages, what in tables:
+        table_card(
+            name,
             rows(pages, run.changes_json),
-            key=key,
-            description=f"Pages {what} since the last good run: {len(pages)}",
+            f"Pages {what} since the last good run: {len(pages)}",
         )
-    create_table_artifact(
+    table_card(
+        "rebuild-quarantine",
         quarantine_rows(quarantined, run.quarantine_jsonl),
-        key=QUARANTINE_KEY,
-        description=f"Pages quarantined (not chunked), with the reason: {len(quarantined)}",
+        f"Pages quarantined (not chunked), with the reason: {len(quarantined)}",
     )
-    create_markdown_artifact(
+    markdown_card(
+        "rebuild-chunk-sizes",
         sizes_markdown(size_histogram(token_counts(run_dir))),
-        key=SIZES_KEY,
-        description="How many chunks of each size (tokens), from chunks.parquet",
+        "How many chunks of each size (tokens), from chunks.parquet",
     )
+
+
+def page_change_rows(run_dir: Path, changes: ChangeSet) -> list[dict[str, Any]]:
+    """Per page whose chunks changed, how many were added (new ids), removed (the
+    baseline's ids gone) and changed (the same id, another row), most changed first:
+    what the counts of changes.json mean for each page. Pages by the URL each chunk
+    cites."""
+    this = _ids_by_page(RunDir(run_dir).chunks_parquet)
+    before = (
+        _ids_by_page(RunDir(run_dir.parent / changes.baseline).chunks_parquet)
+        if changes.baseline
+        else {}
+    )
+    upsert, delete = set(changes.upsert), set(changes.delete)
+    known: set[str] = set().union(*before.values()) if before else set()
+    counts = []
+    for url in sorted(set(this) | set(before)):
+        upserted = this.get(url, set()) & upsert
+        removed = before.get(url, set()) & delete
+        added, changed = len(upserted - known), len(upserted & known)
+        if added or removed or changed:
+            counts.append((added + len(removed) + changed, url, added, len(removed), changed))
+    counts.sort(key=lambda count: -count[0])
+    rows: list[dict[str, Any]] = [
+        {"url": url, "added": added, "removed": removed, "changed": changed}
+        for _, url, added, removed, changed in counts
+    ]
+    blanks = {"added": None, "removed": None, "changed": None}
+    return rows[:MAX_ROWS] + _more(len(rows), RunDir(run_dir).changes_json, blanks)
+
+
+def _ids_by_page(chunks_parquet: Path) -> dict[str, set[str]]:
+    """Chunk ids by the URL they cite; empty when the file is gone (a pruned baseline)."""
+    if not chunks_parquet.is_file():
+        return {}
+    table = pl.read_parquet(chunks_parquet, columns=["chunk_id", "metadata"])
+    urls = table.get_column("metadata").struct.field("sourceUrl")
+    pages: dict[str, set[str]] = {}
+    for chunk_id, url in zip(table.get_column("chunk_id"), urls, strict=True):
+        pages.setdefault(url, set()).add(chunk_id)
+    return pages
 
 
 def summary_description(result: PublishResult | None) -> str:
@@ -180,9 +298,12 @@ def summary_rows(
     return [{"measure": name, "value": value} for name, value in rows]
 
 
-def validation_markdown(outcome: ValidationOutcome, report_html: Path | None = None) -> str:
-    """Every expectation as a row, the failing rows of each failed one; `report_html`, the
-    offline page with the same results, is named as a path."""
+def validation_markdown(
+    outcome: ValidationOutcome, report_html: Path | None = None, run_dir: Path | None = None
+) -> str:
+    """The verdict, each failing expectation with the value it saw and what is allowed (read
+    from `run_dir`'s results), then every expectation as a row, failing ones first;
+    `report_html`, the offline page with the same results, is named as a path."""
     verdict = "passed" if outcome.success else "FAILED"
     lines = [
         f"# Validation {verdict}",
@@ -191,6 +312,10 @@ def validation_markdown(outcome: ValidationOutcome, report_html: Path | None = N
         f"passed in {outcome.seconds:.1f} s (suites: {', '.join(outcome.suites)}).",
         "",
     ]
+    rules = allowed_values(run_dir) if run_dir is not None else {}
+    lines += [f"- **{failing_line(item, rules)}**" for item in outcome.failed]
+    if outcome.failed:
+        lines.append("")
     if report_html is not None and report_html.is_file():
         lines += [f"Full report, readable offline: `{report_html}`", ""]
     # Five columns, cells kept short: the dashboard cuts a table off at its width (828 px
@@ -203,14 +328,13 @@ def validation_markdown(outcome: ValidationOutcome, report_html: Path | None = N
         "|---|---|---|---|---|",
     ]
     in_full = []
-    for item in outcome.expectations:
+    for item in sorted(outcome.expectations, key=lambda item: item.success):
         result = "passed" if item.success else ("error" if item.error else "**failed**")
         if item.unexpected_count is not None:
             result += f" ({item.unexpected_count} of {item.element_count})"
-        value = item.error or ("" if item.observed_value is None else item.observed_value)
-        observed = _cell(value)
+        observed = _cell(item.error or readable(item.observed_value))
         if len(observed) > OBSERVED_CHARS:
-            in_full.append(f"- {item.suite}/{item.name}: `{_cell(value, 2000)}`")
+            in_full.append(f"- {item.suite}/{item.name}: `{_cell(observed, 2000)}`")
         lines.append(
             f"| {item.suite} | {item.name} | {item.column or ''} | {result} "
             f"| {_clip(observed, OBSERVED_CHARS)} |"
@@ -219,8 +343,8 @@ def validation_markdown(outcome: ValidationOutcome, report_html: Path | None = N
         lines += ["", "## Observed in full", "", *in_full]
     for item in outcome.failed:
         if item.examples:
-            lines += ["", f"## {item.suite}/{item.name}: examples", ""]
-            lines += [f"- `{_cell(example)}`" for example in item.examples]
+            lines += ["", f"## {item.suite}/{item.name}: failing rows", ""]
+            lines += [f"- {_cell(readable(example), 400)}" for example in item.examples]
     return "\n".join(lines) + "\n"
 
 
@@ -331,13 +455,11 @@ def trend_to_dashboard(
     collection = held.collection if held is not None and held.collection else collection
     runs = list_runs(data_dir, TREND_RUNS, collection)
     held_run = held.run_id if held else None
-    create_table_artifact(
-        trend_rows(runs, held_run), key=TREND_KEY, description=trend_description(runs, held)
-    )
-    create_markdown_artifact(
+    table_card("rebuild-trend", trend_rows(runs, held_run), trend_description(runs, held))
+    markdown_card(
+        "rebuild-trend-chart",
         trend_markdown(runs, held_run),
-        key=TREND_CHART_KEY,
-        description="Chunks, pages, quarantined and seconds (of the whole run) of the last "
+        "Chunks, pages, quarantined and seconds (of the whole run) of the last "
         "nights, oldest left, each under its start (UTC)",
     )
 
@@ -429,7 +551,8 @@ def short_model(model: str) -> str:
 
 def load_description(result: LoadResult) -> str:
     """The load artifact's description, which wraps: the model in full on a line of its own."""
-    return f"What the load changed.\n\nModel: {result.model} ({result.dimensions} dimensions)"
+    figures = f"{result.inserted} inserted, {result.updated} updated, {result.deleted} deleted"
+    return f"Loaded: {figures}.\n\nModel: {result.model} ({result.dimensions} dimensions)"
 
 
 def load_rows(result: LoadResult) -> list[dict[str, Any]]:

@@ -11,17 +11,14 @@ became of the night, what the database holds and the trend (`tasks.database`).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from prefect import get_run_logger
-from prefect.artifacts import (
-    create_markdown_artifact,
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
+from prefect import get_run_logger, task
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.cache_policies import NO_CACHE
 
 from firechunk.activity import is_interrupt
 from firechunk.pipeline import Listener, Night, Request, StageName
@@ -33,23 +30,26 @@ from firechunk.schemas.publish import PublishResult
 from firechunk.schemas.report import ChunkReport
 from firechunk.schemas.validation import ValidationOutcome
 from firechunk.tasks.artifacts import (
+    card_description,
+    card_key,
     changes_rows,
     load_description,
     load_rows,
+    markdown_card,
     report_pages,
     report_to_dashboard,
     run_summary,
+    table_card,
+    verdict_card,
 )
 from firechunk.tasks.database import database_to_dashboard
+from firechunk.tasks.verdict import night_verdict, pages_changed
 from firechunk.words import counted, reuse_phrase
 
 if TYPE_CHECKING:
     from firechunk.db.load import LoadResult
     from firechunk.schemas.changes import ChangeSet
 
-PROGRESS_KEY = "chunking-progress"
-CHANGES_KEY = "rebuild-changes"
-LOAD_KEY = "rebuild-load"
 LOGGED_EVERY = 0.1  # of a load's windows to embed: a progress line at each tenth
 
 
@@ -60,17 +60,15 @@ class Dashboard(Listener):
         self._progress_id: UUID | None = None
         self._logged: dict[StageName, int] = {}
         self._start: RunStart | None = None
+        self._stage: StageName = "crawl"
 
     def say(self, message: str) -> None:
         get_run_logger().info("%s", message)
 
     def stage_started(self, stage: StageName, request: Request) -> None:
+        self._stage = stage
         if stage == "chunk":
-            self._progress_id = create_progress_artifact(  # type: ignore[assignment]
-                progress=0.0,
-                key=PROGRESS_KEY,
-                description="Pages chunked (of those not reused)",
-            )
+            self._progress_id = _progress_card()
 
     def progress(self, stage: StageName, done: int, total: int) -> None:
         if stage == "chunk" and self._progress_id is not None:
@@ -98,10 +96,16 @@ class Dashboard(Listener):
             _loaded(result)
 
     def ended(self, request: Request, night: Night, error: BaseException | None) -> None:
-        """The summary (once there is a verdict), then what the database holds: also for a
-        night that failed, before its error fails the flow run. Not for an interrupt."""
+        """The verdict first, whatever became of the night; then the summary (once there
+        is a publish result) and what the database holds: also for a night that failed,
+        before its error fails the flow run. An interrupted night gets its verdict only,
+        if the API still answers."""
         if error is not None and is_interrupt(error):
+            with contextlib.suppress(Exception):
+                verdict_card(night_verdict(request, night, error, self._stage, True), night.run_id)
             return
+        verdict = night_verdict(request, night, error, self._stage)
+        verdict_card(verdict, night.run_id)
         if night.result is not None:
             report_to_dashboard(
                 read_report(night.result.run_dir), night.seconds, night.result, night.removed
@@ -113,8 +117,15 @@ class Dashboard(Listener):
             night.run_id,
             request.database,
             night.start.collection if night.start else request.run.collection,
+            verdict.headline,
             return_state=True,
         )
+
+    def not_started(self, request: Request, error: BaseException) -> None:
+        """A night refused before any stage ran (`flows.checks`): one ERROR line and the
+        verdict card."""
+        get_run_logger().error("%s", error)
+        verdict_card(night_verdict(request, Night(), error, "crawl"), None)
 
     @property
     def _run_dir(self) -> Path:
@@ -156,6 +167,17 @@ def _started(start: RunStart) -> None:
         logger.warning("%s", damage_warning(str(start.baseline_id), start.baseline_damaged))
 
 
+@task(name="report-progress", cache_policy=NO_CACHE)
+def _progress_card() -> UUID:
+    """The chunking progress bar, made in a task run (see `tasks.artifacts.CARDS`)."""
+    return create_progress_artifact(  # type: ignore[return-value]
+        progress=0.0,
+        key=card_key("chunking-progress"),
+        description=card_description("chunking-progress", "Pages chunked (of those not reused)"),
+    )
+
+
+@task(name="report-changes", cache_policy=NO_CACHE)
 def changes_to_dashboard(run_dir: Path, report: ChunkReport, changes: ChangeSet) -> None:
     """Log the run's figures; its change set and changed pages as artifacts."""
     get_run_logger().info(
@@ -167,18 +189,21 @@ def changes_to_dashboard(run_dir: Path, report: ChunkReport, changes: ChangeSet)
         len(changes.pages_changed),
         len(changes.pages_removed),
     )
-    create_table_artifact(
+    table_card(
+        "rebuild-changes",
         changes_rows(changes),
-        key=CHANGES_KEY,
-        description="What this run changes for the vector database (changes.json)",
+        f"{pages_changed(changes)}: {counted(len(changes.upsert), 'chunk')} to upsert, "
+        f"{len(changes.delete)} to delete (changes.json)",
     )
     report_pages(run_dir, changes)
 
 
 def _validated(run_dir: Path, outcome: ValidationOutcome) -> None:
+    """A warning for a failure: the publish stage's line that follows is the night's
+    ERROR line."""
     logger = get_run_logger()
-    log = logger.error if not outcome.success else logger.info
-    if outcome.success and outcome.pages_set_aside:
+    log = logger.info
+    if not outcome.success or outcome.pages_set_aside:
         log = logger.warning
     log("%s", format_outcome(outcome, run_dir))
 
@@ -188,13 +213,15 @@ def _published(result: PublishResult) -> None:
     log("%s", format_result(result))
 
 
+@task(name="report-load", cache_policy=NO_CACHE)
 def _loaded(result: LoadResult | None) -> None:
     if result is None:
-        create_markdown_artifact("Not loaded: a newer run was published meanwhile", key=LOAD_KEY)
+        newer = "Not loaded: a newer run was published meanwhile"
+        markdown_card("rebuild-load", newer, newer)
         return
     get_run_logger().info(
         "run %s loaded into %s: %d inserted, %d updated, %d deleted, %d embedded in %.1f s",
         result.run_id, result.collection, result.inserted, result.updated, result.deleted,
         result.embedded, result.seconds,
     )  # fmt: skip
-    create_table_artifact(load_rows(result), key=LOAD_KEY, description=load_description(result))
+    table_card("rebuild-load", load_rows(result), load_description(result))

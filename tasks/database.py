@@ -17,17 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from firechunk.db.connect import DB_URL_ENV
 from firechunk.db.held import Held, current_collection, read_held, sync_state, utc_minute
 from firechunk.run.history import RunRow, list_runs
 from firechunk.settings import DatabaseSettings
-from firechunk.tasks.artifacts import short_model, trend_to_dashboard
+from firechunk.tasks.artifacts import markdown_card, short_model, trend_to_dashboard
 from firechunk.tasks.secrets import secret_or_env
-
-DATABASE_KEY = "rebuild-database"
 
 
 @task(name="report-database", cache_policy=NO_CACHE)
@@ -36,10 +33,11 @@ def database_to_dashboard(
     run_id: str | None,
     database: DatabaseSettings = DatabaseSettings(),
     collection: str | None = None,
+    verdict: str | None = None,
 ) -> Held:
-    """`rebuild-database` and the trend, for run `run_id` (None: the night wrote no run)
-    of `data_dir`; the collection: the run's, else `collection` (the night's doc set),
-    else that of the data directory's newest published run."""
+    """`rebuild-database` and the trend, for run `run_id` (None: the night wrote no run,
+    and `verdict` says why) of `data_dir`; the collection: the run's, else `collection`
+    (the night's doc set), else that of the data directory's newest published run."""
     data_dir, load = Path(data_dir), database.load
     db_secret_block = database.db_secret_block
     runs = list_runs(data_dir)
@@ -48,10 +46,10 @@ def database_to_dashboard(
     held = _read(data_dir, chosen, db_secret_block)
     headline = _headline(held, runs, this)
     get_run_logger().info("%s (%s)", headline, chosen or "no collection yet")
-    create_markdown_artifact(
-        database_markdown(held, runs, this, load),
-        key=DATABASE_KEY,
-        description=f"{headline} ({chosen or 'no collection yet'})",
+    markdown_card(
+        "rebuild-database",
+        database_markdown(held, runs, this, load, verdict),
+        f"{headline} ({chosen or 'no collection yet'})",
     )
     trend_to_dashboard(data_dir, held)
     return held
@@ -68,10 +66,12 @@ def _read(data_dir: Path, collection: str | None, db_secret_block: str) -> Held:
     return read_held(url, data_dir, collection)
 
 
-def database_markdown(held: Held, runs: list[RunRow], this: RunRow | None, load: bool) -> str:
+def database_markdown(
+    held: Held, runs: list[RunRow], this: RunRow | None, load: bool, verdict: str | None = None
+) -> str:
     """A heading that answers the question, why this run is or is not the one held, and
     the sync row as a table."""
-    lines = [f"# {_headline(held, runs, this)}", "", _why(held, this, load), ""]
+    lines = [f"# {_headline(held, runs, this)}", "", _why(held, this, load, verdict), ""]
     if held.problem is not None:
         lines += [f"The database could not be read: `{held.problem}`", ""]
     lines += ["| figure | value |", "|---|---|"]
@@ -96,15 +96,16 @@ def _headline(held: Held, runs: list[RunRow], this: RunRow | None) -> str:
     return f"The database is {state}: it holds run {held.run_id}"
 
 
-def _why(held: Held, this: RunRow | None, load: bool) -> str:
-    """Why this night's run is not the one held, from what it left on disk."""
+def _why(held: Held, this: RunRow | None, load: bool, stopped: str | None = None) -> str:
+    """Why this night's run is not the one held, from what it left on disk (`stopped`:
+    the verdict of a night that wrote none)."""
     if this is None:
-        return "This night wrote no run (it stopped before chunking)."
+        return f"This night wrote no run: {stopped or 'it stopped before chunking'}."
     if held.problem is not None:
         return f"Whether it holds run {this.run_id} ({this.verdict}) is not known."
     if held.run_id == this.run_id:
         return f"Run {this.run_id} was published and loaded."
-    if this.verdict in ("failed", "superseded", "interrupted") and this.why:
+    if this.verdict in ("failed", "refused", "superseded", "interrupted") and this.why:
         return f"Run {this.run_id} was not published, so not loaded: {this.why}."
     if this.verdict == "failed":
         return f"Run {this.run_id} failed: not published, not loaded."

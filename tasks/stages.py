@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, cast
 
 from prefect import Task, task
@@ -93,9 +94,21 @@ def as_task(request: Request) -> StageCall:
         result = state.result(raise_on_failure=False)
         if isinstance(result, BaseException):
             raise result
-        return cast(T, result)
+        return cast(T, result.value if isinstance(result, Kept) else result)
 
     return call
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A stage's result carried by the state its verdict ends in. Prefect logs a failed
+    task's state with its data's repr: the class name is enough there, not every
+    expectation's outcome."""
+
+    value: object
+
+    def __repr__(self) -> str:
+        return f"<{type(self.value).__name__}>"
 
 
 def verdict(result: object) -> State[Any] | None:
@@ -105,14 +118,14 @@ def verdict(result: object) -> State[Any] | None:
     with no traceback. None for a result that lets the run go on."""
     if isinstance(result, ValidationOutcome) and not result.success:
         failed = result.evaluated_expectations - result.successful_expectations
-        return Failed(message=f"{failed} expectation(s) failed", data=result)
+        return Failed(message=f"{failed} expectation(s) failed", data=Kept(result))
     if isinstance(result, PublishResult) and not result.published:
         name = "Not published"
         if result.refused is not None:
             name = "Refused"
         elif result.superseded_by is not None:
             name = "Superseded"
-        return Completed(name=name, message=short_reason(result), data=result)
+        return Completed(name=name, message=short_reason(result), data=Kept(result))
     return None
 
 

@@ -29,7 +29,7 @@ LEGEND_HEIGHT = 26
 WIDTH = 2 * PANEL_WIDTH + GAP
 HEIGHT = 2 * PANEL_HEIGHT + GAP + LEGEND_HEIGHT
 
-COLOURS = {"passed": "#3fa36b", "failed": "#e5534b"}
+COLOURS = {"passed": "#3fa36b", "failed": "#e5534b", "refused": "#d9822b"}
 OTHER = "#8b949e"  # running, unfinished, superseded, unreadable
 HELD = "#4c8dff"
 LABEL_SIZE = 8  # px: "11-27" fits under a bar of 14 in a panel
@@ -143,6 +143,7 @@ def _legend(y: float) -> list[str]:
     items = [
         ("passed", COLOURS["passed"]),
         ("failed", COLOURS["failed"]),
+        ("refused", COLOURS["refused"]),
         ("running, killed or superseded", OTHER),
     ]
     parts = []

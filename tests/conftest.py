@@ -50,8 +50,10 @@ MODULE_MARKS = {
 TEST_MARKS = {
     "test_cli_errors.py::test_a_crawl_job_that_never_completes": ("prefect", "processes"),
     "test_cli_errors.py::test_a_real_full_disk_during_chunk": ("processes", "validation"),
+    "test_cli_errors.py::test_a_run_whose_reader_went_away": ("processes", "validation"),
     "test_database.py::test_a_failed_or_unfinished_run_is_never_loaded": ("validation",),
     "test_settings.py::test_a_run_with_other_token_limits": ("validation",),
+    "test_verdict.py::test_a_failed_validation_names": ("validation",),
     "test_settings.py::test_the_suite_checks_a_run_against_its_own": ("validation",),
     "test_crawl_resume.py::test_sigkill_while_polling": ("processes",),
     "test_crawl_secrets.py::test_canary_key_stays_out_of_files_and_cli": ("processes",),

@@ -199,6 +199,17 @@ def test_version_and_runs_list_each_run_with_its_verdict(chunked_sample, tmp_pat
     assert published.split()[1:6] == ["passed", "13", "17", "2", "17"]
     assert any(line.startswith("half-done") and "unfinished" in line for line in lines)
 
+    as_json = run_cli("runs", "--data-dir", str(data_dir), "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    parsed = json.loads(as_json.stdout)
+    [latest] = [run for run in parsed["runs"] if run["latest"]]
+    assert (latest["verdict"], latest["pages"], latest["chunks"], latest["loaded"]) == (
+        "passed", 13, 17, False
+    )  # fmt: skip
+    assert parsed["database"]["run_id"] is None  # nothing loaded
+    nothing = run_cli("collections", "--data-dir", str(data_dir), "--json")
+    assert nothing.returncode == 0 and json.loads(nothing.stdout) == []
+
 
 def test_a_smaller_hard_limit_alone_brings_the_unset_limits_down(tmp_path: Path):
     """`--hard-tokens 500` alone: the soft limit follows it down, as in `RunSettings`; a

@@ -624,6 +624,35 @@ def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path: Path):
     assert result.stderr == ""
 
 
+def _to_a_closed_pipe(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`firechunk ARGS 2>&1 | head -0`: stdout and stderr into a pipe nobody reads."""
+    read, write = os.pipe()
+    os.close(read)
+    command = [str(FIRECHUNK)] if FIRECHUNK.exists() else [sys.executable, "-m", "firechunk.cli"]
+    try:
+        return subprocess.run(
+            [*command, *args], env=_env(tmp_path), cwd=tmp_path, stdout=write, stderr=write,
+            text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["runs", "--help"]])
+def test_a_help_whose_reader_went_away_exits_141_not_1(tmp_path: Path, args):
+    assert _to_a_closed_pipe(tmp_path, *args).returncode == ExitCode.BROKEN_PIPE
+
+
+def test_a_run_whose_reader_went_away_still_ends_with_its_own_code(tmp_path: Path):
+    """`firechunk chunk CRAWL 2>&1 | head -1`: the run goes on unheard and exits 0 when it
+    passed, not 1 (a failed run's code) nor 141 half-way."""
+    sample = Path(__file__).resolve().parents[1] / "data" / "sample" / "crawl.json"
+    result = _to_a_closed_pipe(tmp_path, "chunk", str(sample), "--data-dir", "data")
+    assert result.returncode == ExitCode.OK
+    [status] = (tmp_path / "data" / "runs").glob("*/status.json")
+    assert json.loads(status.read_text())["status"] == "passed"
+
+
 def test_help_documents_the_exit_codes():
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0

@@ -5,7 +5,10 @@ the docstring's line happened to end."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 import typer
@@ -78,3 +81,17 @@ def test_every_rebuild_flow_parameter_is_an_option_of_the_command():
         expected |= set(type(default).model_fields) if isinstance(default, BaseModel) else {name}
     assert expected - options == set()
     assert options - expected == {"prefect"}  # where the command runs it: here or on Prefect
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"), [("firechunk ru", "runs"), ("firechunk runs --j", "--json")]
+)
+def test_the_shell_completes_commands_and_options(words, expected):
+    """What `firechunk --install-completion` wires into bash: the command line so far in,
+    the completions out."""
+    env = {**os.environ, "_FIRECHUNK_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(len(words.split()) - 1)}  # fmt: skip
+    command = [sys.executable, "-c", "from firechunk.cli import app; app(prog_name='firechunk')"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert expected in done.stdout.split()

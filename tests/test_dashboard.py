@@ -208,6 +208,22 @@ def test_figures_are_numbers_and_the_urls_behind_the_counts_are_listed(nights):
     assert "file://" not in artifacts["validation-report"].data + artifacts["rebuild-outputs"].data
 
 
+def test_each_changed_page_says_how_many_of_its_chunks_were_added_removed_or_changed(nights):
+    """Night 2 removed /webhooks, added /reference/quotas and edited /getting-started: the
+    per-page counts add up to changes.json's upserts and deletes."""
+    flow_run_id = nights["states"]["night-2"].state_details.flow_run_id
+    rows = {row["url"]: row for row in rows_of(artifacts_of(flow_run_id)["rebuild-page-changes"])}
+    changes = json.loads((nights["data_dir"] / "runs" / "night-2" / "changes.json").read_text())
+    webhooks = next(row for url, row in rows.items() if url.endswith("/webhooks"))
+    quotas = next(row for url, row in rows.items() if url.endswith("/reference/quotas"))
+    edited = next(row for url, row in rows.items() if url.endswith("/getting-started"))
+    assert webhooks["removed"] > 0 and webhooks["added"] == webhooks["changed"] == 0
+    assert quotas["added"] > 0 and quotas["removed"] == 0
+    assert edited["added"] + edited["changed"] > 0
+    assert sum(row["added"] + row["changed"] for row in rows.values()) == len(changes["upsert"])
+    assert sum(row["removed"] for row in rows.values()) == len(changes["delete"])
+
+
 def test_the_trend_has_a_row_per_run_on_disk_with_its_verdict(nights):
     data_dir = nights["data_dir"]
     state = nights["states"]["night-3"]
@@ -670,3 +686,17 @@ def test_a_run_is_named_for_the_site_its_pages_come_from(tmp_path):
     replay = {"crawl": nightly["crawl"], "replay": str(SAMPLE_CRAWL)}
     assert what_is_built(replay) == "docs.example.com/docs replay of crawl.json"
     assert what_is_built({"replay": str(tmp_path / "gone.json")}) == "gone.json"
+    # A night whose replay lost pages keeps the name of the collection it declares.
+    declared = {**replay, "run": {"collection": "docs.example.com/docs"}}
+    shrunk = json.loads(SAMPLE_CRAWL.read_text(encoding="utf-8"))
+    shrunk["data"] = shrunk["data"][:3]
+    (tmp_path / "crawl.json").write_text(json.dumps(shrunk), encoding="utf-8")
+    assert what_is_built({**replay, "replay": str(tmp_path / "crawl.json")}) == (
+        "docs.example.com/docs/guides replay of crawl.json"
+    )
+    assert what_is_built({**declared, "replay": str(tmp_path / "crawl.json")}) == (
+        "docs.example.com/docs replay of crawl.json"
+    )
+    assert what_is_built({**declared, "run": RunSettings(collection="x.test/docs")}) == (
+        "x.test/docs replay of crawl.json"
+    )

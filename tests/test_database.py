@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -308,21 +309,21 @@ def test_search_finds_the_chunk_that_answers(db, runs, model):
     assert result.exit_code == 0, result.output
     print(result.output)  # what a person reads, shown by pytest -s
     lines = result.output.splitlines()
-    assert lines[0] == CHANGED and lines[1].startswith("  1. [")
+    assert lines[0].startswith("1. 100%  ") and lines[1] == f"   {CHANGED}"
     assert "====" not in result.output and "| --- |" not in result.output
-    urls = [hit.url for hit in hits]
-    shared = next(url for url in urls if urls.count(url) > 1)
-    assert lines.count(shared) == 1  # two hits on one page: its URL printed once
-    assert sum(line.startswith("  ") and ". [" in line for line in lines) == 5
+    ranked = [line for line in lines if re.match(r"\d+\. \d+%  ", line)]
+    assert [int(line.split(".")[0]) for line in ranked] == [1, 2, 3, 4, 5]  # in rank order
+    shares = [int(line.split()[1].rstrip("%")) for line in ranked]
+    assert shares == sorted(shares, reverse=True) and shares[0] == 100
 
     best = CliRunner().invoke(app, [*asked, "--min-score", "1"])
     assert best.exit_code == 0, best.output
-    ranked = [line for line in best.output.splitlines() if ". [" in line]
-    assert best.output.splitlines()[0] == CHANGED and len(ranked) == 1  # no tie with the best
-    assert ranked[0].startswith("  1. [")
+    ranked = [line for line in best.output.splitlines() if re.match(r"\d+\. \d+%  ", line)]
+    assert len(ranked) == 1 and ranked[0].startswith("1. 100%  ")  # no tie with the best
     found = CliRunner().invoke(app, [*asked, "--min-score", "1", "--json"])
     assert [json.loads(line)["rank"] for line in found.output.splitlines()] == [1]
     assert json.loads(found.output)["text"] == hits[0].text and json.loads(found.output)["snippet"]
+    assert json.loads(found.output)["match"] == 100
 
 
 @pytest.mark.parametrize("question", ["", "  \t "])

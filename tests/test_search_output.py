@@ -1,13 +1,15 @@
 """What `firechunk search` prints, without a database: the snippet of a hit
-(`firechunk/db/snippet.py`), the relative cutoff and the grouping by page
-(`firechunk/db/search.py`). The command itself is run against Postgres in
+(`firechunk/db/snippet.py`), the relative cutoff (`firechunk/db/search.py`) and the
+hits in rank order (`firechunk/commands/database.py`). The command itself is run against Postgres in
 tests/test_database.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from firechunk.db.search import Hit, above, by_page
+from firechunk.db.search import Hit, above
 from firechunk.db.snippet import CUT, plain, snippet
 
 PAGE = """\
@@ -111,10 +113,13 @@ def test_the_cutoff_is_relative_to_the_best_hit(fraction, ranks):
     assert above([], fraction) == []
 
 
-def test_hits_of_one_url_are_grouped_in_the_order_of_each_page_best_hit():
-    grouped = by_page(HITS)
-    assert [(url, [h.rank for h in hits]) for url, hits in grouped] == [
-        ("a", [1, 3]),
-        ("b", [2]),
-        ("c", [4]),
-    ]
+def test_hits_are_listed_in_rank_order_with_a_share_of_the_best_and_plain_snippets():
+    from firechunk.commands.database import hit_lines
+
+    escaped = replace(hit(1, 0.04, "a"), text=r"Set max\_attempts and a \*literal\* star.")
+    said = hit_lines([escaped, *HITS[1:]], "max attempts")
+    ranks = [line.split(".", 1)[0] for line in said.splitlines() if line[:1].isdigit()]
+    assert ranks == ["1", "2", "3", "4"]
+    assert said.splitlines()[0] == "1. 100%  Page › 1"
+    assert "2. 75%  Page › 2" in said and "4. 25%  Page › 4" in said
+    assert "max_attempts and a *literal* star." in said and "\\" not in said

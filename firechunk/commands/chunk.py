@@ -44,7 +44,8 @@ def chunk(
     data/runs/ marked failed, data/latest is left as it was, and the command exits with
     status 1; a bad crawl file or data directory exits 2 before a run starts.
     """
-    from firechunk.commands.terminal import Terminal, console
+    from firechunk.commands.console import console
+    from firechunk.commands.terminal import Terminal
     from firechunk.crawlfile import read_crawl
     from firechunk.pipeline import Request, run_pipeline
     from firechunk.publish import format_outcome, format_result
@@ -72,7 +73,7 @@ def chunk(
 
 
 def summary(written: Written, run_dir: Path) -> None:
-    from firechunk.commands.terminal import console
+    from firechunk.commands.console import console
     from firechunk.run.write import read_quarantine
 
     report, changes = written.report, written.changes

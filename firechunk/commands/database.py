@@ -9,7 +9,7 @@ load, 2 for bad input, 3 when the database or the embedding service fails.
 from __future__ import annotations
 
 import contextlib
-import functools
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -18,12 +18,14 @@ import typer
 
 from firechunk.commands.checks import check_writable_dir
 from firechunk.commands.exits import CommandError
-from firechunk.commands.options import DataDir
+from firechunk.commands.options import AsJson, DataDir, json_text
 from firechunk.commands.settings_options import Without, with_settings
 from firechunk.settings import MAX_SHRINK, DatabaseSettings
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from firechunk.db.search import Hit
 
 DEFAULT_DATA_DIR = Path("data")
 DEMO_DATA_DIR = Path("data/demo")  # where `make demo` loads the sample crawl
@@ -95,6 +97,7 @@ def load(
         bool,
         typer.Option("--force-older", help="Load a run older than the one the collection holds."),
     ] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Make a collection of the database hold exactly one published run: diff, embed what
     is new, apply in one transaction. A second load of the same run changes nothing."""
@@ -115,6 +118,9 @@ def load(
             say=_console().print,
             progress=progress,
         )
+    if as_json:
+        typer.echo(json_text({**dataclasses.asdict(result), "changed": result.changed}))
+        return
     _console().print(describe(result))
 
 
@@ -144,17 +150,18 @@ def search(
         bool,
         typer.Option(
             "--json",
-            help="One JSON object a line: rank, chunk_id, score, url, title, breadcrumb, "
-            "text, snippet.",
+            help="One JSON object a line: rank, chunk_id, score (fused), match (percent of "
+            "the best hit's score), url, title, breadcrumb, text, snippet.",
         ),
     ] = False,
 ) -> None:
     """Hybrid search (BM25 and vectors, fused by reciprocal rank) over a loaded
-    collection. Each page's URL is printed once, then its hits: rank, fused score,
-    breadcrumb, and the words around the sentence that best matches the question."""
+    collection. The hits in rank order: rank, how well it matches as a percentage of the
+    best hit, breadcrumb, URL, and the words around the sentence that best matches the
+    question."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from firechunk.db.search import above, by_page
+    from firechunk.db.search import above
     from firechunk.db.search import search as run_search
     from firechunk.embedders import make_embedder
 
@@ -171,42 +178,64 @@ def search(
         _console().print(f"no chunk of {chosen} matches")
     if as_json:
         for hit in hits:
-            typer.echo(_hit_json(hit, question))
+            typer.echo(_hit_json(hit, question, _match(hit, hits)))
         return
-    for n, (url, on_page) in enumerate(by_page(hits)):
-        typer.echo(("\n" if n else "") + _page_lines(url, on_page, question))
+    if hits:
+        typer.echo(hit_lines(hits, question))
 
 
-def _hit_json(hit, question: str) -> str:
+def _hit_json(hit: Hit, question: str, match: int) -> str:
     import orjson
 
     from firechunk.db.snippet import snippet
 
     fields = ("rank", "chunk_id", "score", "url", "title", "breadcrumb", "text")
     found = {name: getattr(hit, name) for name in fields}
-    return orjson.dumps({**found, "snippet": snippet(hit.text, question)}).decode()
+    return orjson.dumps({**found, "match": match, "snippet": snippet(hit.text, question)}).decode()
 
 
-def _page_lines(url: str, hits, question: str) -> str:
-    """The URL once; under it each hit's rank, score and breadcrumb, and the words around
-    its sentence that best matches the question (`firechunk.db.snippet`)."""
+def _match(hit: Hit, hits: list[Hit]) -> int:
+    """The hit's fused score as a percentage of the best hit's: a fused score (0.0410)
+    means nothing to a reader; how close it comes to the best does (`--min-score` cuts by
+    the same share)."""
+    best = max(other.score for other in hits)
+    return round(100 * hit.score / best) if best > 0 else 0
+
+
+def hit_lines(hits: list[Hit], question: str) -> str:
+    """Each hit in rank order: rank, match and breadcrumb; its URL; the words around its
+    sentence that best matches the question (`firechunk.db.snippet`), a blank line apart."""
     from firechunk.db.snippet import snippet
 
-    lines = [url]
-    for hit in hits:
+    blocks = []
+    for hit in sorted(hits, key=lambda hit: hit.rank):
         crumb = " › ".join(hit.breadcrumb) or hit.title
-        lines += [f"  {hit.rank}. [{hit.score:.4f}] {crumb}", f"     {snippet(hit.text, question)}"]
-    return "\n".join(lines)
+        blocks.append(
+            f"{hit.rank}. {_match(hit, hits)}%  {crumb}\n   {hit.url}\n"
+            f"   {snippet(hit.text, question)}"
+        )
+    return "\n\n".join(blocks)
 
 
-def collections(data_dir: DataDir = Path("data"), db: DbUrl = None) -> None:
+def collections(
+    data_dir: DataDir = Path("data"), db: DbUrl = None, as_json: AsJson = False
+) -> None:
     """List what the database holds: each collection, its run, when it was loaded, its
-    chunks, and the embedding model and dimensions."""
+    chunks, and the embedding model and dimensions (`--json`: a list of them, empty when
+    nothing is loaded)."""
+    from firechunk.db import embedded
+    from firechunk.db.connect import database_url
     from firechunk.db.search import loaded_collections
 
+    if as_json and database_url(db) is None and not embedded.exists(data_dir):
+        typer.echo(json_text([]))
+        return
     _check_loaded(db, data_dir)
     with _connection(db, data_dir, create=False) as conn:
         held = loaded_collections(conn)
+    if as_json:
+        typer.echo(json_text(held))
+        return
     if not held:
         typer.echo(_nothing_loaded(db, data_dir))
         return
@@ -318,12 +347,11 @@ def _connection(db: str | None, data_dir: Path, create: bool = True):
     return connection(url, data_dir, create)
 
 
-@functools.cache
 def _console() -> Console:
-    """stderr, lines not wrapped; made on first use, so `--help` and `--version` need no rich."""
-    from rich.console import Console
+    """The commands' stderr console (`firechunk.commands.console`)."""
+    from firechunk.commands.console import console
 
-    return Console(stderr=True, soft_wrap=True)
+    return console()
 
 
 @contextlib.contextmanager

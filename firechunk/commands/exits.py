@@ -110,7 +110,9 @@ def handled(command: Callable[P, R]) -> Callable[P, R]:
                 _interrupted(command.__name__, error)
             interrupts.restore(previous)
             if isinstance(error, BrokenPipeError):
-                _broken_pipe(error)
+                broken_pipe(error)
+            if closed_by_rich(error):
+                raise typer.Exit(code=int(ExitCode.BROKEN_PIPE)) from None
             if isinstance(error, _PASS_THROUGH) or not isinstance(error, Exception):
                 raise
             _missing_extra(command.__name__, error)
@@ -150,27 +152,43 @@ def _interrupted(command: str, error: BaseException) -> NoReturn:
     raise typer.Exit(code=int(ExitCode.INTERRUPTED))
 
 
-def _broken_pipe(error: BrokenPipeError) -> NoReturn:
+def broken_pipe(error: BrokenPipeError) -> NoReturn:
     """The reader of the output went away (`| head`): nothing more to say to it, and
-    nothing wrong. Any other broken pipe (a worker's, a server's) is a failure."""
-    if not _reader_gone():
+    nothing wrong: exit 141, never a failure's code. Any other broken pipe (a worker's, a
+    server's) is a failure."""
+    gone = _gone_readers()
+    if not gone:
         fail(error)
-    # The interpreter flushes stdout once more as it exits; that must not fail again.
+    # What still writes on the way out (a progress bar stopping, the interpreter's last
+    # flush) must not fail again, nor turn the exit into click's code 1 for a closed pipe.
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    for descriptor in gone:
+        os.dup2(devnull, descriptor)
     raise typer.Exit(code=int(ExitCode.BROKEN_PIPE))
 
 
-def _reader_gone() -> bool:
-    """Whether stdout or stderr is a pipe whose reading end is closed (poll says POLLERR
-    for the writing end of such a pipe)."""
+def closed_by_rich(error: BaseException) -> bool:
+    """Whether `error` is rich's way of saying the reader went away: its Console (typer's
+    help, a progress bar) ends the process with SystemExit(1) while handling the
+    BrokenPipeError, having already sent stdout to /dev/null (`Console.on_broken_pipe`).
+    That is a closed pipe (exit 141), not a failure's code 1."""
+    return (
+        isinstance(error, SystemExit)
+        and error.code == 1
+        and isinstance(error.__context__, BrokenPipeError)
+    )
+
+
+def _gone_readers() -> list[int]:
+    """The file descriptors of stdout and stderr that are pipes whose reading end is
+    closed (poll says POLLERR for the writing end of such a pipe)."""
     poller = select.poll()
     for stream in (sys.stdout, sys.stderr):
         try:
             poller.register(stream.fileno(), select.POLLOUT)
         except (AttributeError, OSError, ValueError):
             continue  # not a file (a test's capture): not a pipe either
-    return any(events & select.POLLERR for _, events in poller.poll(0))
+    return [descriptor for descriptor, events in poller.poll(0) if events & select.POLLERR]
 
 
 def fail(error: Exception) -> NoReturn:

@@ -11,10 +11,15 @@ terminal wraps.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from typer import Exit
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from firechunk.commands.exits import ExitCode, broken_pipe, closed_by_rich
 
 if TYPE_CHECKING:
     from typer._click import Context, Parameter
@@ -83,7 +88,30 @@ class Command(TyperCommand):
 
 
 class Group(TyperGroup):
-    """The `firechunk` group: its own options shown as the commands' are."""
+    """The `firechunk` group: its own options shown as the commands' are, and a help
+    whose reader went away (`firechunk --help | head -1`) ending as any closed pipe does
+    (`firechunk.commands.exits.broken_pipe`), not as a failure."""
 
     def get_params(self, ctx: Context) -> list[Parameter]:
         return [tidy(param, ctx) for param in super().get_params(ctx)]
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Context:
+        with _closed_pipe_exits_141():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Context) -> Any:
+        with _closed_pipe_exits_141():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _closed_pipe_exits_141() -> Iterator[None]:
+    """A help (or an option's error) written to a reader that went away: exit 141."""
+    try:
+        yield
+    except BrokenPipeError as error:
+        broken_pipe(error)
+    except SystemExit as error:
+        if closed_by_rich(error):
+            raise Exit(code=int(ExitCode.BROKEN_PIPE)) from None
+        raise

@@ -25,3 +25,14 @@ RunId = Annotated[
         help="Name of the run directory, which must be new (default: the UTC time and a suffix).",
     ),
 ]
+AsJson = Annotated[
+    bool,
+    typer.Option("--json", help="Print JSON for a script to read, not lines for a person."),
+]
+
+
+def json_text(value: object) -> str:
+    """`value` (dataclasses, dicts, lists, datetimes; a path as its text) as JSON."""
+    import orjson
+
+    return orjson.dumps(value, default=str, option=orjson.OPT_INDENT_2).decode()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from firechunk.commands.database import DbUrl
+from firechunk.commands.options import AsJson, json_text
 
 if TYPE_CHECKING:
     from firechunk.db.held import Held
@@ -39,21 +40,28 @@ def runs(
             show_default=False,
         ),
     ] = None,
+    as_json: AsJson = False,
 ) -> None:
     """List the runs: id, verdict, whether the database holds it, pages, chunks,
     quarantined, upserts and deletes, tokens, seconds (the whole run, crawl to publish, as
     the dashboard's summary totals it), when each started, the collection it belongs to, and
     which ones are their collection's `latest`; first, the run the database holds of the
     collection and how many of its published runs it is behind. The embedded database is
-    read only if a load made it."""
+    read only if a load made it. `--json`: {"database": ..., "runs": [...]}, the same
+    figures, newest run first."""
     from firechunk.layout import DataDir
     from firechunk.run.history import list_runs
 
     if not DataDir(data_dir).runs.is_dir():
-        typer.echo(f"no runs in {data_dir} yet")
+        typer.echo(
+            json_text({"database": None, "runs": []}) if as_json else f"no runs in {data_dir} yet"
+        )
         return
     every = list_runs(data_dir, collection=collection)
     held = _held(db, data_dir, collection, every)
+    if as_json:
+        typer.echo(json_text(_as_json(held, every, limit)))
+        return
     typer.echo(_database_line(held, every))
     typer.echo(_HEADER)
     for row in every[:limit]:
@@ -69,6 +77,18 @@ def _held(db: str | None, data_dir: Path, collection: str | None, every: list[Ru
     # `firechunk.db.connect.database_url`, without importing psycopg where nothing is read.
     url = db or os.environ.get("FIRECHUNK_DB_URL") or None
     return read_held(url, data_dir, collection or current_collection(every))
+
+
+def _as_json(held: Held, every: list[RunRow], limit: int) -> dict[str, object]:
+    """What the lines say, as data: the database's sync row and how far behind it is, and
+    each run with `loaded` (the database holds it)."""
+    from dataclasses import asdict
+
+    from firechunk.db.held import runs_behind
+
+    database = {**asdict(held), "behind": runs_behind(held, every)}
+    runs = [{**asdict(row), "loaded": row.run_id == held.run_id} for row in every[:limit]]
+    return {"database": database, "runs": runs}
 
 
 def _database_line(held: Held, every: list[RunRow]) -> str:

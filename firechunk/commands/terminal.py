@@ -8,24 +8,15 @@ as chunking.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
+from firechunk.commands.console import console
 from firechunk.pipeline import Listener, Night, Request, StageName
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.progress import Progress, TaskID
 
 BAR_LABELS: dict[str, str] = {"chunk": "chunking pages", "load": "embedding chunks"}
-
-
-@functools.cache
-def console() -> Console:
-    """stderr, long paths kept whole in logs; made on first use, so `--help` needs no rich."""
-    from rich.console import Console
-
-    return Console(stderr=True, soft_wrap=True)
 
 
 class Terminal(Listener):

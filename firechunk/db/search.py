@@ -154,15 +154,6 @@ def above(hits: list[Hit], fraction: float) -> list[Hit]:
     return [hit for hit in hits if hit.score >= floor]
 
 
-def by_page(hits: list[Hit]) -> list[tuple[str, list[Hit]]]:
-    """The hits grouped by URL, pages in the order of their best hit, each page's hits in
-    their order."""
-    pages: dict[str, list[Hit]] = {}
-    for hit in sorted(hits, key=lambda hit: (-hit.score, hit.rank)):
-        pages.setdefault(hit.url, []).append(hit)
-    return list(pages.items())
-
-
 @dataclass(frozen=True)
 class Collection:
     """A collection as its sync row describes it."""

@@ -50,6 +50,8 @@ _EMPHASIS = re.compile(
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD = re.compile(r"\w+")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # `\_`: markdown's escaped punctuation
+_ESCAPED = re.compile(r"\0(\d+)\0")  # one, while the emphasis patterns run
 
 
 @dataclass(frozen=True)
@@ -193,17 +195,20 @@ def _sentences(markdown: str) -> list[_Sentence]:
 
 def _inline(text: str) -> str:
     """Text without its inline markdown: images dropped, links as their text, code spans
-    as their code, no emphasis, HTML tags or entities."""
+    as their code, no emphasis, HTML tags, entities or backslash escapes (`max\\_attempts`
+    reads `max_attempts`)."""
     text = _IMAGE.sub("", text)
     text = _LINK.sub(lambda m: "" if m.group(1).strip() in ("", "#", "¶") else m.group(1), text)
     text = _REFERENCE_LINK.sub(r"\1", text)
     pieces = _CODE_SPAN.split(text)  # prose, ticks, code, prose, ticks, code, … prose
     for n in range(0, len(pieces), 3):
-        prose = _AUTOLINK.sub(r"\1", pieces[n])
+        # An escaped character is kept out of the emphasis patterns, then shown bare.
+        prose = _ESCAPE.sub(lambda m: f"\0{ord(m.group(1))}\0", pieces[n])
+        prose = _AUTOLINK.sub(r"\1", prose)
         prose = _TAG.sub("", _COMMENT.sub("", prose))
         for pattern in (_STRONG, _EMPHASIS, _STRIKE):
             prose = pattern.sub(lambda m: next(g for g in m.groups() if g is not None), prose)
-        pieces[n] = html.unescape(prose)
+        pieces[n] = html.unescape(_ESCAPED.sub(lambda m: chr(int(m.group(1))), prose))
     return "".join(pieces[n] for n in range(len(pieces)) if n % 3 != 1)
 
 

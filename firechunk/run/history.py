@@ -33,7 +33,9 @@ class RunRow:
     not get as far as writing that figure."""
 
     run_id: str
-    verdict: str  # passed, failed, superseded, interrupted; running, unfinished, unreadable
+    # passed, failed (validation), refused (the shrink guard), superseded, interrupted;
+    # running, unfinished, unreadable
+    verdict: str
     started: datetime
     latest: bool  # its collection's `latest` points at it
     pages: int | None = None
@@ -154,6 +156,8 @@ def _verdict(run_dir: Path) -> str:
         status = RunDir(run_dir).read_status()
     except ValueError:
         return "unreadable"
+    if status is not None and SHRINK_GUARD in status.failed_expectations:
+        return "refused"  # it passed validation: not the failure a failed run is
     if status is not None:
         return status.status
     return "running" if run_is_running(run_dir) else "unfinished"
