@@ -212,7 +212,9 @@ def _passed_parts(night: Night | None) -> list[str]:
     else:
         parts.append("not loaded")
     written = night.written
-    if written is not None:
+    if written is not None and written.changes.baseline is None:
+        parts.append(f"first run: {counted(len(written.changes.pages_added), 'page')}")
+    elif written is not None:
         parts.append(pages_changed(written.changes))
     return parts
 

@@ -208,6 +208,18 @@ def test_figures_are_numbers_and_the_urls_behind_the_counts_are_listed(nights):
     assert "file://" not in artifacts["validation-report"].data + artifacts["rebuild-outputs"].data
 
 
+def test_a_passed_night_leads_with_what_it_published_loaded_and_changed(nights):
+    verdicts = {
+        night: artifacts_of(state.state_details.flow_run_id)["rebuild-verdict"].description
+        for night, state in nights["states"].items()
+    }
+    changes = json.loads((nights["data_dir"] / "runs" / "night-1" / "changes.json").read_text())
+    first = len(changes["pages_added"])
+    assert verdicts["night-1"] == f"PASSED · published · loaded · first run: {first} pages"
+    assert verdicts["night-2"] == "PASSED · published · not loaded · 3 pages changed"
+    assert verdicts["night-3"].startswith("VALIDATION FAILED: chunks/run_has_chunks: value 0")
+
+
 def test_each_changed_page_says_how_many_of_its_chunks_were_added_removed_or_changed(nights):
     """Night 2 removed /webhooks, added /reference/quotas and edited /getting-started: the
     per-page counts add up to changes.json's upserts and deletes."""

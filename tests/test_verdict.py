@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from firechunk.pipeline import Request, run_pipeline
 from firechunk.schemas.publish import PublishResult
@@ -207,3 +208,28 @@ def test_a_night_that_fails_validation_leads_with_the_failing_expectation(prefec
     assert first_card(night.id).description == (
         "VALIDATION FAILED: chunks/run_has_chunks: value 0, allowed at least 1"
     )
+
+
+def test_the_flow_refuses_a_night_that_cannot_start_before_any_task(tmp_path):
+    """`flows.checks`: the data directory, the URLs and the key, each the error the command
+    line would give, found without starting anything."""
+    from firechunk.commands.exits import CommandError
+    from firechunk.crawl.errors import MissingApiKeyError
+    from firechunk.flows.checks import check_before_start
+    from firechunk.settings import CrawlSettings
+
+    def no_secret(block, env):
+        return None, "nowhere"
+
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    with pytest.raises(CommandError, match="is a file, not a directory"):
+        check_before_start(Request(replay=SAMPLE_CRAWL, data_dir=a_file), no_secret)
+    bad_api = Request(crawl=CrawlSettings(api_url="ftp://firecrawl"), data_dir=tmp_path)
+    with pytest.raises(CommandError, match="must start with http"):
+        check_before_start(bad_api, no_secret)
+    with pytest.raises(MissingApiKeyError, match="'firecrawl-api-key'"):
+        check_before_start(Request(data_dir=tmp_path), no_secret)
+    check_before_start(Request(data_dir=tmp_path), lambda block, env: ("fc-key", "here"))
+    check_before_start(Request(replay=SAMPLE_CRAWL, data_dir=tmp_path), no_secret)
+    assert list(tmp_path.iterdir()) == [a_file]  # nothing made to find that out
