@@ -22,3 +22,18 @@ def pages_phrase(reused: int, chunked: int, baseline: str | None, full: bool) ->
     """`11 pages: 10 reused from run X, 1 chunked`: the pages a run needed chunks for, by
     where their chunks came from (not "to chunk": a reused page is not chunked again)."""
     return f"{counted(reused + chunked, 'page')}: {reuse_phrase(reused, chunked, baseline, full)}"
+
+
+def time_left(elapsed: float, done: int, total: int) -> str:
+    """About how long the rest takes at the rate so far ("about 3 min left"): the embedding
+    of a first load runs for minutes to hours, at a steady rate per window."""
+    if done >= total:
+        return f"done in {elapsed:.0f} s"
+    if done <= 0 or elapsed <= 0:
+        return "time left unknown"
+    seconds = elapsed / done * max(0, total - done)
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s left"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} min left"
+    return f"about {seconds / 3600:.1f} h left"

@@ -69,6 +69,7 @@ CARDS: dict[str, str] = {
     "rebuild-outputs": "where the files are",
     "run-directory": "the run's directory",
     "chunking-progress": "chunking progress",
+    "embedding-progress": "embedding progress, with the time left",
 }
 
 

@@ -12,6 +12,7 @@ became of the night, what the database holds and the trend (`tasks.database`).
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -44,7 +45,7 @@ from firechunk.tasks.artifacts import (
 )
 from firechunk.tasks.database import database_to_dashboard
 from firechunk.tasks.verdict import night_verdict, pages_changed
-from firechunk.words import counted, reuse_phrase
+from firechunk.words import counted, reuse_phrase, time_left
 
 if TYPE_CHECKING:
     from firechunk.db.load import LoadResult
@@ -58,6 +59,8 @@ class Dashboard(Listener):
 
     def __init__(self) -> None:
         self._progress_id: UUID | None = None
+        self._embedding_id: UUID | None = None
+        self._embedding_since = 0.0
         self._logged: dict[StageName, int] = {}
         self._start: RunStart | None = None
         self._stage: StageName = "crawl"
@@ -69,6 +72,9 @@ class Dashboard(Listener):
         self._stage = stage
         if stage == "chunk":
             self._progress_id = _progress_card()
+        elif stage == "load":
+            self._embedding_id = _embedding_card()
+            self._embedding_since = time.monotonic()
 
     def progress(self, stage: StageName, done: int, total: int) -> None:
         if stage == "chunk" and self._progress_id is not None:
@@ -78,7 +84,15 @@ class Dashboard(Listener):
         logged = self._logged.get(stage, 0)
         if done == total or done - logged >= max(1, int(total * LOGGED_EVERY)):
             self._logged[stage] = done
-            get_run_logger().info("embedded %d of %d windows", done, total)
+            left = time_left(time.monotonic() - self._embedding_since, done, total)
+            get_run_logger().info("embedded %d of %d windows, %s", done, total, left)
+            if self._embedding_id is not None:
+                text = f"Windows embedded: {done:,} of {total:,}, {left}"
+                update_progress_artifact(
+                    self._embedding_id,
+                    progress=100.0 * done / max(1, total),
+                    description=card_description("embedding-progress", text),
+                )
 
     def stage_finished(self, stage: StageName, result: Any, seconds: float) -> None:
         if stage == "start":
@@ -168,6 +182,15 @@ def _started(start: RunStart) -> None:
 
 
 @task(name="report-progress", cache_policy=NO_CACHE)
+def _embedding_card() -> UUID:
+    """The load's embedding progress bar, its description the time left."""
+    return create_progress_artifact(  # type: ignore[return-value]
+        progress=0.0,
+        key=card_key("embedding-progress"),
+        description=card_description("embedding-progress", "Windows embedded"),
+    )
+
+
 def _progress_card() -> UUID:
     """The chunking progress bar, made in a task run (see `tasks.artifacts.CARDS`)."""
     return create_progress_artifact(  # type: ignore[return-value]

@@ -444,7 +444,13 @@ def test_the_logs_count_pages_and_embedded_chunks_as_they_are(nights):
     chunks, windows = map(int, re.findall(r"\d+", embedded))
     report = json.loads((nights["data_dir"] / "runs" / "night-1" / "report.json").read_text())
     assert chunks == report["chunks_out"] and windows >= chunks
-    assert f"embedded {windows} of {windows} windows" in night_1
+    assert [
+        line
+        for line in night_1
+        if line.startswith(f"embedded {windows} of {windows} windows, done in ")
+    ]
+    card = artifacts_of(nights["states"]["night-1"].state_details.flow_run_id)["embedding-progress"]
+    assert float(card.data) == 100.0 and f"{windows:,} of {windows:,}, done in " in card.description
     assert not [line for line in night_1 if re.search(r"embedded \d+ of \d+ chunks", line)]
 
 

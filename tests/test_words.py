@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from firechunk.words import counted, pages_phrase, reuse_phrase
+from firechunk.words import counted, pages_phrase, reuse_phrase, time_left
 
 
 def test_one_is_singular_and_every_other_count_plural():
@@ -24,3 +24,11 @@ def test_pages_are_counted_by_where_their_chunks_came_from_not_as_to_chunk():
     assert (
         pages_phrase(0, 1, None, full=False) == "1 page: 1 chunked (no earlier run to reuse from)"
     )
+
+
+def test_the_time_left_is_the_rate_so_far_applied_to_the_rest():
+    assert time_left(10.0, 100, 400) == "about 30 s left"
+    assert time_left(60.0, 100, 1100) == "about 10 min left"
+    assert time_left(3600.0, 100, 400) == "about 3.0 h left"
+    assert time_left(12.4, 400, 400) == "done in 12 s"
+    assert time_left(0.0, 0, 400) == "time left unknown"
