@@ -20,9 +20,11 @@ order rotates every round, so none always runs on a warmer machine):
 - **plain pass, no spinning**: the same with spinning off, to tell what the setting
   gives from what fewer or cheaper windows give.
 
-Each round's ratios to that round's plain pass are printed, then the medians, the windows
-a chunk is read as, and the 1-minute load average: on a shared machine only ratios of one
-run compare. Every model is built and warmed up before the first round.
+Each round's ratios to that round's plain pass, in wall time and in this process's CPU
+time, are printed, then their medians, the windows a chunk is read as, and the 1-minute
+load average: on a shared machine only ratios of one run compare. Wall time is what an
+operator waits; CPU time is the work, less swayed by the neighbours (but a spinning thread
+counts as working). Every model is built and warmed up before the first round.
 """
 
 from __future__ import annotations
@@ -72,20 +74,23 @@ def emptied(conn, collection: str) -> None:
     conn.execute(f"delete from {SYNC} where collection = %s", [collection])
 
 
-def first_load(conn, run: PublishedRun, embedder: LocalEmbedder) -> float:
+Timing = tuple[float, float]  # (wall seconds, this process's CPU seconds)
+
+
+def first_load(conn, run: PublishedRun, embedder: LocalEmbedder) -> Timing:
     emptied(conn, run.collection)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     result = load_run(conn, run, embedder, say=lambda line: None)
-    seconds = time.perf_counter() - started
+    timing = time.perf_counter() - started, time.process_time() - cpu
     if result.inserted != len(run.chunks):
         raise SystemExit(f"the first load inserted {result.inserted} of {len(run.chunks)}")
-    return seconds
+    return timing
 
 
-def plain_pass(stock: LocalEmbedder, texts: list[str]) -> float:
-    started = time.perf_counter()
+def plain_pass(stock: LocalEmbedder, texts: list[str]) -> Timing:
+    started, cpu = time.perf_counter(), time.process_time()
     stock.embed(texts)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def load_average() -> float:
@@ -105,7 +110,7 @@ def spinning_twin(embedder: LocalEmbedder, source: bytes | str, spinning: bool) 
     )  # fmt: skip
 
 
-def contenders(run: PublishedRun, conn, texts: list[str]) -> dict[str, Callable[[], float]]:
+def contenders(run: PublishedRun, conn, texts: list[str]) -> dict[str, Callable[[], Timing]]:
     """Each timed thing by name, every model built and warmed up."""
     embedder, stock = local_embedder(), shipped_local_embedder()
     graph = embedder_model.cached_graph(*_minilm_file(), None)
@@ -139,21 +144,23 @@ def main() -> None:
         print(f"{args.crawl}: {len(run.chunks)} chunks, {len(texts)} embedded, {windows} "
               f"windows ({windows / len(texts):.2f} a chunk)", flush=True)  # fmt: skip
         migrate(conn, 384)
-        seconds: dict[str, list[float]] = {name: [] for name in things}
+        timings: dict[str, list[Timing]] = {name: [] for name in things}
         for round_ in range(args.rounds):
             before = load_average()
-            names = list(things)[round_ % 4 :] + list(things)[: round_ % 4]
-            for name in names:
-                seconds[name].append(things[name]())
-            plain = seconds["plain pass"][-1]
-            shown = ", ".join(f"{name} {seconds[name][-1]:.1f} s" for name in things)
-            ratios = ", ".join(f"{n} {seconds[n][-1] / plain:.3f}" for n in things)
-            print(f"round {round_ + 1} (load average {before:.1f}-{load_average():.1f}): "
-                  f"{shown}; x plain pass: {ratios}", flush=True)  # fmt: skip
-    print("medians (x the same round's plain pass):")
-    for name, times in seconds.items():
-        ratio = statistics.median(t / p for t, p in zip(times, seconds["plain pass"], strict=True))
-        print(f"  {name:<24} {statistics.median(times):7.2f} s  {ratio:.3f}")
+            for name in list(things)[round_ % 4 :] + list(things)[: round_ % 4]:
+                timings[name].append(things[name]())
+            print(f"round {round_ + 1} (load average {before:.1f}-{load_average():.1f}):")
+            for name in things:
+                (wall, cpu), (plain_wall, plain_cpu) = timings[name][-1], timings["plain pass"][-1]
+                print(f"  {name:<24} {wall:7.1f} s wall ({wall / plain_wall:.3f}x), {cpu:7.1f} s "
+                      f"CPU ({cpu / plain_cpu:.3f}x)", flush=True)  # fmt: skip
+    print("medians, x the same round's plain pass:")
+    for name, times in timings.items():
+        pairs = list(zip(times, timings["plain pass"], strict=True))
+        wall = statistics.median(t[0] / p[0] for t, p in pairs)
+        cpu = statistics.median(t[1] / p[1] for t, p in pairs)
+        seconds = statistics.median(t[0] for t in times)
+        print(f"  {name:<24} {seconds:7.1f} s wall: {wall:.3f}x wall, {cpu:.3f}x CPU")
 
 
 if __name__ == "__main__":

@@ -166,9 +166,10 @@ def _session_options(onnxruntime: Any, spinning: bool = False) -> Any:
     next, where the system allocator left more behind.
 
     Intra-op threads do not spin while they wait for work: on a machine other processes
-    keep busy, a spinning thread burns the core the thread it waits for needs (a load was
-    0.59x the wall time with spinning off at a load average of 8-9, 7 % slower idle).
-    `spinning` is onnxruntime's default, for benchmarks to compare."""
+    keep busy, a spinning thread burns the core the thread it waits for needs. A first
+    load took 0.79x the wall time and 0.80x the CPU time with spinning off (bench/
+    first_load.py, 2 cores, load average 1-5); on an idle machine it can be a few per cent
+    slower. `spinning` is onnxruntime's default, for benchmarks to compare."""
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.enable_mem_pattern = False

@@ -168,6 +168,16 @@ def test_local_batches_texts_of_like_length_in_word_pieces():
     assert sorted(recorder.shapes) == [(2, 22), (2, 100)]
 
 
+def test_local_threads_do_not_spin_while_waiting():
+    """On a shared machine a spinning thread takes the core the work needs."""
+    import onnxruntime
+
+    options = embedders._session_options(onnxruntime)
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    spinning = embedders._session_options(onnxruntime, spinning=True)
+    assert spinning.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+
+
 def test_runs_keep_order_and_every_row():
     rows = [[1] * length for length in (3, 5, 5, 9, 2, 12, 12)]
     runs = embedders._runs(rows, budget=20)
