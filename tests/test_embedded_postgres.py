@@ -117,7 +117,7 @@ def test_as_root_nothing_outside_the_data_directory_changes(tmp_path):
     assert loaded.returncode == 0, loaded.stderr
     found = firechunk("search", "failed deliveries", "--data-dir", str(data_dir), "-k", "1")
     assert found.returncode == 0, found.stderr
-    assert re.match(r"https://docs\.example\.com/\S+\n  1\. \[[0-9.]+\] ", found.stdout), (
+    assert re.match(r"1\. \d+%  .+\n   https://docs\.example\.com/\S+\n", found.stdout), (
         found.stdout
     )
 

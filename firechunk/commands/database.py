@@ -356,12 +356,18 @@ def _console() -> Console:
 
 @contextlib.contextmanager
 def _progress_bar() -> Iterator:
-    """A progress callback for embedding: a bar shown from the first batch on."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    bar = Progress(
-        "embedding", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=_console()
+    """A progress callback for embedding: a bar shown from the first batch on, with the
+    time left at the pace so far (a first load takes minutes)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
     )
+
+    columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    bar = Progress("embedding", *columns, console=_console())
     task = None
 
     def advance(done: int, total: int) -> None:
