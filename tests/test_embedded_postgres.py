@@ -147,7 +147,7 @@ def test_as_root_make_demo_changes_nothing_outside_its_data_directory(tmp_path):
         cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
-    assert re.search(r"^https://docs\.example\.com/\S+\n  1\. \[[0-9.]+\] ", made.stdout, re.M), (
+    assert re.search(r"^1\. \d+%  .+\n   https://docs\.example\.com/\S+\n", made.stdout, re.M), (
         made.stdout
     )
     assert (demo / "latest" / "chunks.json").is_file()
