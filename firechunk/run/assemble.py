@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from firechunk.run.citations import cite
 from firechunk.run.outcomes import StoredDraft, StoredOutcome
 from firechunk.run.plan import PlannedPage
-from firechunk.run.rows import duplicates_of, page_rows
+from firechunk.run.rows import duplicates_of, page_chunks
 from firechunk.run.titles import page_problem, recorded_title
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.report import (
@@ -172,7 +172,7 @@ def _add_page(
     drafts = outcome.drafts
     text_hashes = [draft.text_hash for draft in drafts]
     cited = cite(url, alias_urls, [d.sections for d in drafts], [d.text for d in drafts])
-    repeats, rows = page_rows(
+    repeats, chunks = page_chunks(
         url,
         page.title,
         drafts,
@@ -182,6 +182,7 @@ def _add_page(
         cited=cited,
         also_on=state.also_on,
     )
+    rows = [chunk.to_json() for chunk in chunks]
     kept = [draft for draft, earlier in zip(drafts, repeats, strict=True) if earlier is None]
     facts = [_facts(row, draft, url) for row, draft in zip(rows, kept, strict=True)]
     digests = state.sink.add_rows(rows)

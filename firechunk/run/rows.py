@@ -40,25 +40,6 @@ def repeats_of(
     return repeats, list(own.values())
 
 
-def page_rows(
-    url: str,
-    title: str,
-    drafts: Sequence[DraftChunk],
-    text_hashes: list[str],
-    aliases: list[str],
-    seen: dict[str, str],
-    *,
-    cited: list[str] | None = None,
-    also_on: dict[str, list[dict[str, Any]]] | None = None,
-) -> tuple[list[str | None], list[dict[str, Any]]]:
-    """The rows of a page's kept drafts, in order, and per draft what it repeats
-    (`repeats_of`): the JSON objects of `page_chunks`' chunks, whose arguments these are."""
-    repeats, chunks = page_chunks(
-        url, title, drafts, text_hashes, aliases, seen, cited=cited, also_on=also_on
-    )
-    return repeats, [chunk.to_json() for chunk in chunks]
-
-
 def page_chunks(
     url: str,
     title: str,
@@ -94,7 +75,7 @@ def page_chunks(
 
 
 def duplicates_of(url: str, repeats: list[str | None], tokens: list[int]) -> list[DuplicateChunk]:
-    """The report's entries for a page's dropped drafts (`repeats`, from `page_rows`);
+    """The report's entries for a page's dropped drafts (`repeats`, from `page_chunks`);
     `tokens` are the drafts' token counts."""
     return [
         DuplicateChunk(
