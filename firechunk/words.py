@@ -31,9 +31,13 @@ def time_left(elapsed: float, done: int, total: int) -> str:
         return f"done in {elapsed:.0f} s"
     if done <= 0 or elapsed <= 0:
         return "time left unknown"
-    seconds = elapsed / done * max(0, total - done)
+    return f"{about(elapsed / done * (total - done))} left"
+
+
+def about(seconds: float) -> str:
+    """A duration as a person reads an estimate: "about 40 s", "about 12 min", "about 2.5 h"."""
     if seconds < 90:
-        return f"about {max(1, round(seconds))} s left"
+        return f"about {max(1, round(seconds))} s"
     if seconds < 90 * 60:
-        return f"about {round(seconds / 60)} min left"
-    return f"about {seconds / 3600:.1f} h left"
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"

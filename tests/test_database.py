@@ -27,7 +27,7 @@ from firechunk.cli import app
 from firechunk.db.connect import connect
 from firechunk.db.load import LoadRefused, load_run
 from firechunk.db.runs import RunNotLoadable, published_run
-from firechunk.db.schema import CHUNKS_COLUMNS, migrate
+from firechunk.db.schema import CHUNKS_COLUMNS, has_tables, migrate
 from firechunk.db.search import search
 from firechunk.pipeline import Request, run_pipeline
 from firechunk.schemas.publish import RunStatus
@@ -452,3 +452,30 @@ def test_embedding_happens_outside_the_transaction(db, runs, model):
         )
     result = load(db, runs, "a", Slow(model, pause=IDLE_IN_TRANSACTION_SECONDS + 1))
     assert result.inserted == len(run_texts(runs, "a")) and held(db, runs) == run_texts(runs, "a")
+
+
+def test_a_dry_run_says_what_the_load_would_do_and_changes_nothing(db, runs, model):
+    """`load --dry-run` before a first load: every chunk to insert and embed, an estimate
+    of the time, nothing written (not even the tables); after the load, nothing to do; a
+    load the shrink guard would refuse says so."""
+
+    def dry_run(*extra: str) -> dict:
+        asked = ["load", "--data-dir", str(runs), "--db", db, "--dry-run", "--json", *extra]
+        result = CliRunner().invoke(app, asked)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    expected = run_texts(runs, "a")
+    before = dry_run("--run", "a")
+    assert (before["inserted"], before["updated"], before["deleted"]) == (len(expected), 0, 0)
+    assert before["to_embed"] == len(expected) and before["windows"] >= len(expected)
+    assert before["seconds"] > 0 and before["refused"] is None
+    with connect(db, runs) as conn:
+        assert not has_tables(conn)  # nothing made, nothing loaded
+    load(db, runs, "a", model)
+    after = dry_run("--run", "a")
+    assert (after["inserted"], after["updated"], after["deleted"], after["windows"]) == (0, 0, 0, 0)
+    shrunk = dry_run("--run", "c", "--max-shrink", "0")
+    assert shrunk["deleted"] > shrunk["inserted"] and "--allow-shrink" in shrunk["refused"]
+    said = CliRunner().invoke(app, ["load", "--data-dir", str(runs), "--db", db, "--dry-run"])
+    assert "nothing was changed" in said.output and held(db, runs) == expected

@@ -97,15 +97,35 @@ def load(
         bool,
         typer.Option("--force-older", help="Load a run older than the one the collection holds."),
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Say what the load would insert, update, delete and embed, and about how "
+            "long the embedding takes; change nothing.",
+        ),
+    ] = False,
     as_json: AsJson = False,
 ) -> None:
     """Make a collection of the database hold exactly one published run: diff, embed what
     is new, apply in one transaction. A second load of the same run changes nothing."""
-    from firechunk.db.load import load_run
+    from firechunk.db.load import load_run, preview_load
     from firechunk.db.runs import published_run
 
     chosen = published_run(data_dir, run, collection)
     built = _embedder(database)
+    if dry_run:
+        with _connection(db, data_dir) as conn:
+            preview = preview_load(
+                conn,
+                chosen,
+                built,
+                allow_shrink=allow_shrink,
+                max_shrink=max_shrink,
+                force_older=force_older,
+            )
+        typer.echo(json_text(dataclasses.asdict(preview)) if as_json else describe_preview(preview))
+        return
     with _connection(db, data_dir) as conn, _progress_bar() as progress:
         result = load_run(
             conn,
@@ -262,6 +282,20 @@ def describe(result) -> str:
         f"{result.inserted} inserted, {result.updated} updated, {result.deleted} deleted, "
         f"{result.embedded} embedded, in {result.seconds:.1f} s."
     )
+
+
+def describe_preview(preview) -> str:
+    """What a load would do, in two lines (`load --dry-run`)."""
+    from firechunk.words import about, counted
+
+    would = (
+        f"{preview.collection}: loading run {preview.run_id} would insert {preview.inserted}, "
+        f"update {preview.updated} and delete {preview.deleted} chunks, and embed "
+        f"{counted(preview.to_embed, 'chunk')} ({counted(preview.windows, 'window')}) with "
+        f"{preview.model}: {about(preview.seconds)} at this "
+        "machine's pace; nothing was changed."
+    )
+    return would + (f"\nIt would be refused: {preview.refused}" if preview.refused else "")
 
 
 def _embedder(database: DatabaseSettings):

@@ -49,6 +49,7 @@ from firechunk.db.schema import (
     VECTORS,
     Column,
     column_dimensions,
+    has_tables,
     migrate,
     set_dimensions,
 )
@@ -182,6 +183,80 @@ def load_run(
             _record(conn, result, run)
         guard.check_latest()
     return result
+
+
+@dataclass(frozen=True)
+class LoadPreview:
+    """What a load of a run would do (`preview_load`), with nothing changed."""
+
+    collection: str
+    run_id: str
+    model: str
+    inserted: int
+    updated: int
+    deleted: int
+    to_embed: int  # chunks
+    windows: int  # texts the embedder reads for them
+    seconds: float  # about how long embedding them takes, at the pace of a sample
+    refused: str | None  # why the load would be refused; None: it would go ahead
+
+
+PREVIEW_SAMPLE = 32  # windows embedded to measure the embedder's pace
+
+
+def preview_load(
+    conn: psycopg.Connection,
+    run: PublishedRun,
+    embedder: Embedder,
+    *,
+    allow_shrink: bool = False,
+    max_shrink: float = MAX_SHRINK,
+    force_older: bool = False,
+) -> LoadPreview:
+    """What `load_run` would insert, update, delete and embed, and about how long the
+    embedding takes (a first load runs for minutes to hours): the diff is the load's own,
+    the pace is a sample's. Reads the database only; embeds the sample and no more."""
+    guard = _Guard(run, allow_shrink, max_shrink, force_older, only_if_latest=False)
+    previous = _sync_row(conn, run.collection) if has_tables(conn) else None
+    held = _held(conn, run.collection) if previous is not None else {}
+    refused = None
+    try:
+        guard.check_order(previous)
+        guard.check_shrink(_plan(held, run.chunks), held)
+    except LoadRefused as why:
+        refused = str(why)
+    same_model = previous is not None and previous[1] == embedder.model
+    plan = _plan(held if same_model else {}, run.chunks)
+    to_embed = _to_embed(plan)
+    texts = [
+        text
+        for chunk in to_embed
+        if not chunk.navigation
+        for text in embedder.windows(chunk.heading, chunk.text)
+    ]
+    return LoadPreview(
+        collection=run.collection,
+        run_id=run.run_id,
+        model=embedder.model,
+        inserted=len(plan.insert),
+        updated=len(plan.update),
+        deleted=len(plan.delete),
+        to_embed=len(to_embed),
+        windows=len(texts),
+        seconds=_pace(embedder, texts[:PREVIEW_SAMPLE]) * len(texts),
+        refused=refused,
+    )
+
+
+def _pace(embedder: Embedder, sample: list[str]) -> float:
+    """Seconds per text of embedding `sample` (after one text, so a model's loading is
+    not counted); 0 for no sample."""
+    if not sample:
+        return 0.0
+    embedder.embed(sample[:1])
+    started = time.perf_counter()
+    embedder.embed(sample)
+    return (time.perf_counter() - started) / len(sample)
 
 
 def _holds(collection: str, previous: tuple | None) -> Callable[[], str]:
