@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import Progress
 
 
 @functools.cache
@@ -28,3 +29,26 @@ def console() -> Console:
             os.dup2(devnull, self.file.fileno())
 
     return _Console(stderr=True, soft_wrap=True)
+
+
+def progress_bar() -> Progress:
+    """The commands' one progress bar: what it counts, done of total, the time so far and
+    the time left at the pace so far (a first load's embedding takes minutes to hours)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console(),
+        transient=False,
+    )

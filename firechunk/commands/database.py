@@ -392,16 +392,9 @@ def _console() -> Console:
 def _progress_bar() -> Iterator:
     """A progress callback for embedding: a bar shown from the first batch on, with the
     time left at the pace so far (a first load takes minutes)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from firechunk.commands.console import progress_bar
 
-    columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-    bar = Progress("embedding", *columns, console=_console())
+    bar = progress_bar()
     task = None
 
     def advance(done: int, total: int) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from firechunk.commands.console import console
+from firechunk.commands.console import console, progress_bar
 from firechunk.pipeline import Listener, Night, Request, StageName
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class Terminal(Listener):
 
     def progress(self, stage: StageName, done: int, total: int) -> None:
         if self._bar is None:
-            self._bar = _progress_bar()
+            self._bar = progress_bar()
             self._bar.start()
             label = BAR_LABELS.get(stage, stage)
             if stage == "chunk" and self._pages is not None:
@@ -54,16 +54,3 @@ class Terminal(Listener):
         if self._bar is not None:
             self._bar.stop()
             self._bar, self._task = None, None
-
-
-def _progress_bar() -> Progress:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console(),
-        transient=False,
-    )
