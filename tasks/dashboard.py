@@ -181,9 +181,10 @@ def _started(start: RunStart) -> None:
         logger.warning("%s", damage_warning(str(start.baseline_id), start.baseline_damaged))
 
 
-@task(name="report-progress", cache_policy=NO_CACHE)
+@task(name="report-embedding", cache_policy=NO_CACHE)
 def _embedding_card() -> UUID:
-    """The load's embedding progress bar, its description the time left."""
+    """The load's embedding progress bar, made in a task run, its description the time
+    left."""
     return create_progress_artifact(  # type: ignore[return-value]
         progress=0.0,
         key=card_key("embedding-progress"),
@@ -191,6 +192,7 @@ def _embedding_card() -> UUID:
     )
 
 
+@task(name="report-progress", cache_policy=NO_CACHE)
 def _progress_card() -> UUID:
     """The chunking progress bar, made in a task run (see `tasks.artifacts.CARDS`)."""
     return create_progress_artifact(  # type: ignore[return-value]
