@@ -46,8 +46,9 @@ class Hit:
     by_text: int | None
 
 
-_QUERY = f"""
-with terms as (
+# The text side: the question's terms, their IDF, and the `candidates` best chunks by BM25.
+TEXT_SIDE = f"""
+terms as (
     select distinct lexeme from unnest(to_tsvector('english', %(question)s))
     where position(chr(92) in lexeme) = 0
 ), stats as (
@@ -76,7 +77,11 @@ with terms as (
         group by c.chunk_id
         order by score desc limit %(candidates)s
     ) scored
-), semantic as (
+)
+"""
+# The vector side: the `candidates` chunks whose best window is nearest the question.
+VECTOR_SIDE = f"""
+semantic as (
     select chunk_id, row_number() over (order by distance, chunk_id) as rank from (
         select chunk_id, min(distance) as distance from (
             select chunk_id, embedding <=> %(vector)s as distance from {VECTORS}
@@ -85,7 +90,10 @@ with terms as (
         ) nearest
         group by chunk_id order by distance limit %(candidates)s
     ) best
-), fused as (
+)
+"""
+QUERY = f"""
+with {TEXT_SIDE}, {VECTOR_SIDE}, fused as (
     select chunk_id, s.rank as by_vector, l.rank as by_text,
         coalesce(%(vector_weight)s / (%(k)s + s.rank), 0)
         + coalesce(%(text_weight)s / (%(k)s + l.rank), 0) as score
@@ -117,31 +125,40 @@ def search(
 ) -> list[Hit]:
     """The `k` best chunks of `collection` for `question`."""
     vector = embedder.embed([question])[0]
-    windows = CANDIDATES * WINDOWS_PER_CHUNK
-    conn.execute(f"set hnsw.ef_search = {windows}")
-    conn.execute("set hnsw.iterative_scan = relaxed_order")
-    rows = conn.execute(
-        _QUERY,
-        {
-            "vector": vector,
-            "collection": collection,
-            "question": question,
-            "candidates": CANDIDATES,
-            "windows": windows,
-            "k1": K1,
-            "b": B,
-            "k": fusion.rrf_k,
-            "vector_weight": fusion.vector_weight,
-            "text_weight": fusion.text_weight,
-            "limit": k,
-        },
-    ).fetchall()
+    set_vector_options(conn)
+    rows = conn.execute(QUERY, query_params(collection, question, vector, k, fusion)).fetchall()
     return [
         Hit(n, float(score), chunk_id, url, title, tuple(crumb), text, by_vector, by_text)
         for n, (chunk_id, url, title, crumb, text, by_vector, by_text, score) in enumerate(
             rows, start=1
         )
     ]
+
+
+def set_vector_options(conn: psycopg.Connection) -> None:
+    """Let the HNSW scan read enough windows for `CANDIDATES` chunks, and go on reading
+    when the collection filter drops some (other collections' windows)."""
+    conn.execute(f"set hnsw.ef_search = {CANDIDATES * WINDOWS_PER_CHUNK}")
+    conn.execute("set hnsw.iterative_scan = relaxed_order")
+
+
+def query_params(
+    collection: str, question: str, vector: object, k: int, fusion: Fusion = Fusion()
+) -> dict[str, object]:
+    """The parameters of the search query, and of either side's on its own."""
+    return {
+        "vector": vector,
+        "collection": collection,
+        "question": question,
+        "candidates": CANDIDATES,
+        "windows": CANDIDATES * WINDOWS_PER_CHUNK,
+        "k1": K1,
+        "b": B,
+        "k": fusion.rrf_k,
+        "vector_weight": fusion.vector_weight,
+        "text_weight": fusion.text_weight,
+        "limit": k,
+    }
 
 
 def above(hits: list[Hit], fraction: float) -> list[Hit]:
