@@ -58,7 +58,7 @@ def page_words(corpus: Path) -> list[tuple[str, list[str]]]:
     pages = []
     for path in sorted(corpus.glob("*.json")):
         for page in read_crawl(path).data:
-            words = _WORD.findall(page.markdown or "")
+            words = _WORD.findall(str(page.markdown or ""))
             if len(words) >= 40:
                 title = str(getattr(page.metadata, "title", None) or path.stem)
                 pages.append((title, words))

@@ -2,10 +2,15 @@
 similarity over their windows, fused by weighted reciprocal rank.
 
 - Words: Okapi BM25 (`K1`, `B`) computed in Postgres from the full-text column: a term's
-  document frequency from the GIN index, its frequency in a chunk from the tsvector's
-  positions (title, breadcrumb and text; English stemming, stop words dropped), the
-  chunk's length in tokens against the collection's mean. Any word of the question may
-  match (OR): a question is not a conjunction of its words, and IDF ranks the rare ones up.
+  document frequency and the collection's size and mean length from the statistics the
+  tables keep (`firechunk_terms`, `firechunk_sizes`), not counted per question; its
+  frequency in a chunk from the tsvector's positions (title, breadcrumb and text; English
+  stemming, stop words dropped), the chunk's length in tokens against the mean. Any word of
+  the question may match (OR): a question is not a conjunction of its words, and IDF ranks
+  the rare ones up. Scoring costs a read of every chunk scored, so the chunks scored are
+  those holding the question's rarest terms, as many terms as fit in `POSTINGS` chunks (the
+  rarest always): a chunk holding only common words scores low anyway, and the cost stays
+  flat as the collection grows. Every term of the question counts in the score.
 - Vectors: the nearest windows (`firechunk_vectors`), each chunk scored by its best
   window, so a long chunk is found by any of its paragraphs.
 - Fusion: each side's rank r adds weight / (`RRF_K` + r). On the tuning half of
@@ -21,7 +26,7 @@ from datetime import datetime
 
 import psycopg
 
-from firechunk.db.schema import CHUNKS, SYNC, VECTORS, has_tables
+from firechunk.db.schema import CHUNKS, SIZES, SYNC, TERMS, VECTORS, has_tables
 from firechunk.embedders import Embedder
 
 K1 = 1.2
@@ -30,6 +35,7 @@ RRF_K = 60
 VECTOR_WEIGHT = 1.0
 TEXT_WEIGHT = 1.5
 CANDIDATES = 50  # chunks taken from each side before fusing
+POSTINGS = 5_000  # chunks the text side scores at most, unless the rarest term has more
 WINDOWS_PER_CHUNK = 4  # nearest windows read per candidate chunk
 
 
@@ -52,16 +58,21 @@ terms as (
     select distinct lexeme from unnest(to_tsvector('english', %(question)s))
     where position(chr(92) in lexeme) = 0
 ), stats as (
-    select count(*)::float8 as n, greatest(avg(token_count), 1)::float8 as avgdl
-    from {CHUNKS} where collection = %(collection)s
+    select chunks::float8 as n, greatest(tokens::float8 / chunks, 1) as avgdl
+    from {SIZES} where collection = %(collection)s
 ), idf as (
-    select t.lexeme, ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) as idf
-    from terms t cross join stats s cross join lateral (
-        select count(*)::float8 as df from {CHUNKS} c
-        where c.collection = %(collection)s and c.fts @@ quote_literal(t.lexeme)::tsquery
-    ) d
+    select t.lexeme, d.chunks as df, ln(1 + (s.n - d.chunks + 0.5) / (d.chunks + 0.5)) as idf
+    from terms t cross join stats s
+    join {TERMS} d on d.collection = %(collection)s and d.lexeme = t.lexeme
+), scored_terms as (
+    select lexeme from (
+        select lexeme, df, row_number() over (order by df, lexeme) as rarest,
+            sum(df) over (order by df, lexeme) as postings
+        from idf
+    ) running
+    where rarest = 1 or postings <= %(postings)s
 ), any_term as (
-    select string_agg(quote_literal(lexeme), ' | ')::tsquery as query from terms
+    select string_agg(quote_literal(lexeme), ' | ')::tsquery as query from scored_terms
 ), lexical as (
     select chunk_id, row_number() over (order by score desc, chunk_id) as rank from (
         select c.chunk_id, sum(
@@ -151,6 +162,7 @@ def query_params(
         "collection": collection,
         "question": question,
         "candidates": CANDIDATES,
+        "postings": POSTINGS,
         "windows": CANDIDATES * WINDOWS_PER_CHUNK,
         "k1": K1,
         "b": B,
