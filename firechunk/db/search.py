@@ -35,7 +35,7 @@ RRF_K = 60
 VECTOR_WEIGHT = 1.0
 TEXT_WEIGHT = 1.5
 CANDIDATES = 50  # chunks taken from each side before fusing
-POSTINGS = 5_000  # chunks the text side scores at most, unless the rarest term has more
+POSTINGS = 2_000  # chunks the text side scores at most, unless the rarest term has more
 WINDOWS_PER_CHUNK = 4  # nearest windows read per candidate chunk
 
 
