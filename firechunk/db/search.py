@@ -8,9 +8,10 @@ similarity over their windows, fused by weighted reciprocal rank.
   stemming, stop words dropped), the chunk's length in tokens against the mean. Any word of
   the question may match (OR): a question is not a conjunction of its words, and IDF ranks
   the rare ones up. Scoring costs a read of every chunk scored, so the chunks scored are
-  those holding the question's rarest terms, as many terms as fit in `POSTINGS` chunks (the
-  rarest always): a chunk holding only common words scores low anyway, and the cost stays
-  flat as the collection grows. Every term of the question counts in the score.
+  those holding the question's rarest terms, as many terms as fit in `POSTINGS` chunks;
+  when even the rarest term is in more, those holding both of the two rarest. A chunk
+  holding only common words scores low anyway, and the cost stays about flat as the
+  collection grows. Every term of the question counts in the score of a chunk scored.
 - Vectors: the nearest windows (`firechunk_vectors`), each chunk scored by its best
   window, so a long chunk is found by any of its paragraphs.
 - Fusion: each side's rank r adds weight / (`RRF_K` + r). On the tuning half of
@@ -35,7 +36,7 @@ RRF_K = 60
 VECTOR_WEIGHT = 1.0
 TEXT_WEIGHT = 1.5
 CANDIDATES = 50  # chunks taken from each side before fusing
-POSTINGS = 2_000  # chunks the text side scores at most, unless the rarest term has more
+POSTINGS = 2_000  # chunks the text side scores, about: see the module doc
 WINDOWS_PER_CHUNK = 4  # nearest windows read per candidate chunk
 
 
@@ -64,15 +65,15 @@ terms as (
     select t.lexeme, d.chunks as df, ln(1 + (s.n - d.chunks + 0.5) / (d.chunks + 0.5)) as idf
     from terms t cross join stats s
     join {TERMS} d on d.collection = %(collection)s and d.lexeme = t.lexeme
-), scored_terms as (
-    select lexeme from (
-        select lexeme, df, row_number() over (order by df, lexeme) as rarest,
-            sum(df) over (order by df, lexeme) as postings
-        from idf
-    ) running
-    where rarest = 1 or postings <= %(postings)s
+), running as (
+    select lexeme, df, row_number() over (order by df, lexeme) as rarest,
+        sum(df) over (order by df, lexeme) as postings
+    from idf
 ), any_term as (
-    select string_agg(quote_literal(lexeme), ' | ')::tsquery as query from scored_terms
+    select case when min(df) <= %(postings)s
+        then string_agg(quote_literal(lexeme), ' | ') filter (where postings <= %(postings)s)
+        else string_agg(quote_literal(lexeme), ' & ') filter (where rarest <= 2)
+    end::tsquery as query from running
 ), lexical as (
     select chunk_id, row_number() over (order by score desc, chunk_id) as rank from (
         select c.chunk_id, sum(
