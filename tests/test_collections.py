@@ -20,8 +20,9 @@ from typer.testing import CliRunner
 from firechunk.cli import app
 from firechunk.db.connect import connect
 from firechunk.db.load import LoadRefused, LoadSuperseded, load_run
+from firechunk.db.rename import rename_in_database
 from firechunk.db.runs import MAX_FIELD_CHARS, published_run
-from firechunk.db.schema import _MIGRATIONS
+from firechunk.db.schema import _MIGRATIONS, SIZES, SIZES_FROM_CHUNKS, TERMS, TERMS_FROM_CHUNKS
 from firechunk.db.search import loaded_collections, search
 from firechunk.pipeline import Request, run_pipeline
 from firechunk.settings import RunSettings
@@ -413,3 +414,34 @@ def test_a_renamed_collection_keeps_its_rows_and_embeds_nothing_again(db, model,
         app, ["rename-collection", "other", "acme", "--data-dir", str(data_dir), "--db", db]
     )
     assert taken.exit_code == 2 and "has a collection 'acme' already" in taken.output
+
+
+def assert_statistics_kept(url: str, data_dir: Path) -> None:
+    """The term statistics the tables keep are those computed from the chunks held."""
+    with connect(url, data_dir) as conn:
+        for kept, counted in ((TERMS, TERMS_FROM_CHUNKS), (SIZES, SIZES_FROM_CHUNKS)):
+            held = set(conn.execute(f"select * from {kept}").fetchall())
+            assert held == set(conn.execute(counted).fetchall()), kept
+
+
+def test_the_term_statistics_follow_every_change_of_the_chunks(db, model, renamed, guides):
+    load(db, renamed, "a", model)
+    shared = load(db, guides, "g", model).collection  # holds chunks the other one holds
+    assert_statistics_kept(db, renamed)
+    load(db, renamed, "b", model)  # most chunks replaced: inserts and deletes
+    assert_statistics_kept(db, renamed)
+    with connect(db, renamed) as conn:
+        conn.autocommit = True
+        assert rename_in_database(conn, shared, "handbook") > 0
+        conn.execute(
+            "update firechunk_chunks set title = 'Zenith ledger' "
+            "where collection = 'handbook' and chunk_index = 0"
+        )
+        assert_statistics_kept(db, renamed)
+        conn.execute("delete from firechunk_chunks where collection = 'handbook'")
+        assert (
+            conn.execute(f"select 1 from {SIZES} where collection = 'handbook'").fetchone() is None
+        )
+    assert_statistics_kept(db, renamed)
+    load(db, renamed, "a", model, force_older=True)  # and back
+    assert_statistics_kept(db, renamed)

@@ -23,8 +23,17 @@ load never replaces it with an older run unasked), when it was loaded, the embed
 and dimensions, and the counts of that load. The loader diffs against what the chunks
 table holds, not against this row, so a skipped night heals.
 
+`firechunk_terms` and `firechunk_sizes`: what BM25 needs of the whole collection, kept as
+the chunks change so a search does not count it: per lexeme of the full-text column, the
+number of the collection's chunks holding it (its document frequency); per collection, the
+number of chunks and the sum of their token counts (the mean length). Triggers on
+`firechunk_chunks` keep them, once per statement, inside the statement's transaction: a
+load's COPY, updates and deletes, a rename, a collection cleared for re-embedding, even a
+hand edit. `TERMS_FROM_CHUNKS` and `SIZES_FROM_CHUNKS` compute them from scratch.
+
 `firechunk_schema`: the schema version; `migrate` brings an older database up to date.
-Version 2 turned version 1's `site` into the collection: its rows stay under their site.
+Version 2 turned version 1's `site` into the collection: its rows stay under their site;
+version 3 added the term statistics, computed from the rows held.
 
 The columns a load writes into `firechunk_chunks` are declared once, in `CHUNKS_COLUMNS`:
 the chunk's fields marked `Stored` in `schemas/chunk.py` (their SQL type from their Python
@@ -45,7 +54,9 @@ from firechunk.schemas.chunk import Stored, chunk_leaves
 CHUNKS = "firechunk_chunks"
 VECTORS = "firechunk_vectors"
 SYNC = "firechunk_sync"
-SCHEMA_VERSION = 2
+TERMS = "firechunk_terms"
+SIZES = "firechunk_sizes"
+SCHEMA_VERSION = 3
 # The longest title and text the full-text column reads: a tsvector holds at most 1 MB.
 FTS_TITLE_CHARS = 2_000
 FTS_TEXT_CHARS = 200_000
@@ -91,6 +102,60 @@ LOADER_COLUMNS = (
     Column("embedded_sha256", "text"),
 )
 CHUNKS_COLUMNS: tuple[Column, ...] = (*stored_columns(), *LOADER_COLUMNS)
+
+
+# The term statistics computed from scratch from the chunks held: what the migration fills
+# the tables with, and what tests hold the kept ones to.
+TERMS_FROM_CHUNKS = f"""select collection, lexeme, count(*) from {CHUNKS},
+    unnest(tsvector_to_array(fts)) lexeme group by collection, lexeme"""
+SIZES_FROM_CHUNKS = f"""select collection, count(*), coalesce(sum(token_count), 0) from {CHUNKS}
+    group by collection"""
+# The statistics of the chunks a statement inserted (`new_rows`) minus those of the chunks it
+# deleted or replaced (`old_rows`), added to `firechunk_terms` and `firechunk_sizes`; rows
+# brought to zero are dropped, so the tables hold exactly what the chunks do.
+_COUNT_TERMS = f"""
+create function firechunk_count_terms() returns trigger language plpgsql as $body$
+begin
+    create temporary table firechunk_changed (
+        collection text, lexeme text, chunks bigint, tokens bigint
+    ) on commit drop;
+    if tg_op in ('INSERT', 'UPDATE') then
+        insert into firechunk_changed
+        select collection, unnest(tsvector_to_array(fts)), 1, 0 from new_rows
+        union all select collection, null, 1, token_count from new_rows;
+    end if;
+    if tg_op in ('UPDATE', 'DELETE') then
+        insert into firechunk_changed
+        select collection, unnest(tsvector_to_array(fts)), -1, 0 from old_rows
+        union all select collection, null, -1, -token_count from old_rows;
+    end if;
+    insert into {TERMS} as t (collection, lexeme, chunks)
+    select collection, lexeme, sum(chunks) from firechunk_changed
+    where lexeme is not null group by collection, lexeme having sum(chunks) <> 0
+    on conflict (collection, lexeme) do update set chunks = t.chunks + excluded.chunks;
+    insert into {SIZES} as s (collection, chunks, tokens)
+    select collection, sum(chunks), sum(tokens) from firechunk_changed
+    where lexeme is null group by collection
+    on conflict (collection) do update
+    set chunks = s.chunks + excluded.chunks, tokens = s.tokens + excluded.tokens;
+    delete from {TERMS} t using (
+        select distinct collection, lexeme from firechunk_changed where chunks < 0
+    ) gone
+    where t.collection = gone.collection and t.lexeme = gone.lexeme and t.chunks = 0;
+    delete from {SIZES} where chunks = 0;
+    drop table firechunk_changed;
+    return null;
+end
+$body$"""
+_TERM_TRIGGERS = [
+    f"""create trigger {CHUNKS}_{event}_terms after {event} on {CHUNKS}
+    referencing {transition} for each statement execute function firechunk_count_terms()"""
+    for event, transition in (
+        ("insert", "new table as new_rows"),
+        ("update", "old table as old_rows new table as new_rows"),
+        ("delete", "old table as old_rows"),
+    )
+]
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -158,6 +223,23 @@ _MIGRATIONS: dict[int, list[str]] = {
         f"create index {VECTORS}_embedding on {VECTORS} using hnsw (embedding vector_cosine_ops)",
         f"alter table {SYNC} rename column site to collection",
         f"alter table {SYNC} add column run_started timestamptz",
+    ],
+    3: [
+        f"""create table {TERMS} (
+            collection text not null,
+            lexeme text not null,
+            chunks integer not null,
+            primary key (collection, lexeme)
+        )""",
+        f"""create table {SIZES} (
+            collection text primary key,
+            chunks bigint not null,
+            tokens bigint not null
+        )""",
+        f"insert into {TERMS} {TERMS_FROM_CHUNKS}",
+        f"insert into {SIZES} {SIZES_FROM_CHUNKS}",
+        _COUNT_TERMS,
+        *_TERM_TRIGGERS,
     ],
 }
 

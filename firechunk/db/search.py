@@ -2,10 +2,16 @@
 similarity over their windows, fused by weighted reciprocal rank.
 
 - Words: Okapi BM25 (`K1`, `B`) computed in Postgres from the full-text column: a term's
-  document frequency from the GIN index, its frequency in a chunk from the tsvector's
-  positions (title, breadcrumb and text; English stemming, stop words dropped), the
-  chunk's length in tokens against the collection's mean. Any word of the question may
-  match (OR): a question is not a conjunction of its words, and IDF ranks the rare ones up.
+  document frequency and the collection's size and mean length from the statistics the
+  tables keep (`firechunk_terms`, `firechunk_sizes`), not counted per question; its
+  frequency in a chunk from the tsvector's positions (title, breadcrumb and text; English
+  stemming, stop words dropped), the chunk's length in tokens against the mean. Any word of
+  the question may match (OR): a question is not a conjunction of its words, and IDF ranks
+  the rare ones up. Scoring costs a read of every chunk scored, so the chunks scored are
+  those holding the question's rarest terms, as many terms as fit in `POSTINGS` chunks;
+  when even the rarest term is in more, those holding both of the two rarest. A chunk
+  holding only common words scores low anyway, and the cost stays about flat as the
+  collection grows. Every term of the question counts in the score of a chunk scored.
 - Vectors: the nearest windows (`firechunk_vectors`), each chunk scored by its best
   window, so a long chunk is found by any of its paragraphs.
 - Fusion: each side's rank r adds weight / (`RRF_K` + r). On the tuning half of
@@ -21,7 +27,7 @@ from datetime import datetime
 
 import psycopg
 
-from firechunk.db.schema import CHUNKS, SYNC, VECTORS, has_tables
+from firechunk.db.schema import CHUNKS, SIZES, SYNC, TERMS, VECTORS, has_tables
 from firechunk.embedders import Embedder
 
 K1 = 1.2
@@ -30,6 +36,7 @@ RRF_K = 60
 VECTOR_WEIGHT = 1.0
 TEXT_WEIGHT = 1.5
 CANDIDATES = 50  # chunks taken from each side before fusing
+POSTINGS = 2_000  # chunks the text side scores, about: see the module doc
 WINDOWS_PER_CHUNK = 4  # nearest windows read per candidate chunk
 
 
@@ -46,21 +53,27 @@ class Hit:
     by_text: int | None
 
 
-_QUERY = f"""
-with terms as (
+# The text side: the question's terms, their IDF, and the `candidates` best chunks by BM25.
+TEXT_SIDE = f"""
+terms as (
     select distinct lexeme from unnest(to_tsvector('english', %(question)s))
     where position(chr(92) in lexeme) = 0
 ), stats as (
-    select count(*)::float8 as n, greatest(avg(token_count), 1)::float8 as avgdl
-    from {CHUNKS} where collection = %(collection)s
+    select chunks::float8 as n, greatest(tokens::float8 / chunks, 1) as avgdl
+    from {SIZES} where collection = %(collection)s
 ), idf as (
-    select t.lexeme, ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5)) as idf
-    from terms t cross join stats s cross join lateral (
-        select count(*)::float8 as df from {CHUNKS} c
-        where c.collection = %(collection)s and c.fts @@ quote_literal(t.lexeme)::tsquery
-    ) d
+    select t.lexeme, d.chunks as df, ln(1 + (s.n - d.chunks + 0.5) / (d.chunks + 0.5)) as idf
+    from terms t cross join stats s
+    join {TERMS} d on d.collection = %(collection)s and d.lexeme = t.lexeme
+), running as (
+    select lexeme, df, row_number() over (order by df, lexeme) as rarest,
+        sum(df) over (order by df, lexeme) as postings
+    from idf
 ), any_term as (
-    select string_agg(quote_literal(lexeme), ' | ')::tsquery as query from terms
+    select case when min(df) <= %(postings)s
+        then string_agg(quote_literal(lexeme), ' | ') filter (where postings <= %(postings)s)
+        else string_agg(quote_literal(lexeme), ' & ') filter (where rarest <= 2)
+    end::tsquery as query from running
 ), lexical as (
     select chunk_id, row_number() over (order by score desc, chunk_id) as rank from (
         select c.chunk_id, sum(
@@ -76,7 +89,11 @@ with terms as (
         group by c.chunk_id
         order by score desc limit %(candidates)s
     ) scored
-), semantic as (
+)
+"""
+# The vector side: the `candidates` chunks whose best window is nearest the question.
+VECTOR_SIDE = f"""
+semantic as (
     select chunk_id, row_number() over (order by distance, chunk_id) as rank from (
         select chunk_id, min(distance) as distance from (
             select chunk_id, embedding <=> %(vector)s as distance from {VECTORS}
@@ -85,7 +102,10 @@ with terms as (
         ) nearest
         group by chunk_id order by distance limit %(candidates)s
     ) best
-), fused as (
+)
+"""
+QUERY = f"""
+with {TEXT_SIDE}, {VECTOR_SIDE}, fused as (
     select chunk_id, s.rank as by_vector, l.rank as by_text,
         coalesce(%(vector_weight)s / (%(k)s + s.rank), 0)
         + coalesce(%(text_weight)s / (%(k)s + l.rank), 0) as score
@@ -117,31 +137,41 @@ def search(
 ) -> list[Hit]:
     """The `k` best chunks of `collection` for `question`."""
     vector = embedder.embed([question])[0]
-    windows = CANDIDATES * WINDOWS_PER_CHUNK
-    conn.execute(f"set hnsw.ef_search = {windows}")
-    conn.execute("set hnsw.iterative_scan = relaxed_order")
-    rows = conn.execute(
-        _QUERY,
-        {
-            "vector": vector,
-            "collection": collection,
-            "question": question,
-            "candidates": CANDIDATES,
-            "windows": windows,
-            "k1": K1,
-            "b": B,
-            "k": fusion.rrf_k,
-            "vector_weight": fusion.vector_weight,
-            "text_weight": fusion.text_weight,
-            "limit": k,
-        },
-    ).fetchall()
+    set_vector_options(conn)
+    rows = conn.execute(QUERY, query_params(collection, question, vector, k, fusion)).fetchall()
     return [
         Hit(n, float(score), chunk_id, url, title, tuple(crumb), text, by_vector, by_text)
         for n, (chunk_id, url, title, crumb, text, by_vector, by_text, score) in enumerate(
             rows, start=1
         )
     ]
+
+
+def set_vector_options(conn: psycopg.Connection) -> None:
+    """Let the HNSW scan read enough windows for `CANDIDATES` chunks, and go on reading
+    when the collection filter drops some (other collections' windows)."""
+    conn.execute(f"set hnsw.ef_search = {CANDIDATES * WINDOWS_PER_CHUNK}")
+    conn.execute("set hnsw.iterative_scan = relaxed_order")
+
+
+def query_params(
+    collection: str, question: str, vector: object, k: int, fusion: Fusion = Fusion()
+) -> dict[str, object]:
+    """The parameters of the search query, and of either side's on its own."""
+    return {
+        "vector": vector,
+        "collection": collection,
+        "question": question,
+        "candidates": CANDIDATES,
+        "postings": POSTINGS,
+        "windows": CANDIDATES * WINDOWS_PER_CHUNK,
+        "k1": K1,
+        "b": B,
+        "k": fusion.rrf_k,
+        "vector_weight": fusion.vector_weight,
+        "text_weight": fusion.text_weight,
+        "limit": k,
+    }
 
 
 def above(hits: list[Hit], fraction: float) -> list[Hit]:
