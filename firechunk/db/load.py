@@ -134,9 +134,9 @@ def load_run(
             _adopt_legacy_site(conn, run, say)
         previous = _sync_row(conn, run.collection)
         guard.check_order(previous)
-        reembed_all = False
-        if previous is not None and previous[1:3] != (embedder.model, dimensions):
-            reembed_all = True
+        reembed_all = _model_changed(previous, embedder.model, dimensions)
+        if reembed_all:
+            assert previous is not None
             say(
                 f"The embedding model changed ({previous[1]}, {previous[2]} dimensions -> "
                 f"{embedder.model}, {dimensions}): all {len(run.chunks)} chunks of "
@@ -225,15 +225,10 @@ def preview_load(
         guard.check_shrink(_plan(held, run.chunks), held)
     except LoadRefused as why:
         refused = str(why)
-    same_model = previous is not None and previous[1] == embedder.model
-    plan = _plan(held if same_model else {}, run.chunks)
+    reembed_all = _model_changed(previous, embedder.model, embedder_dimensions(embedder))
+    plan = _plan({} if reembed_all else held, run.chunks)
     to_embed = _to_embed(plan)
-    texts = [
-        text
-        for chunk in to_embed
-        if not chunk.navigation
-        for text in embedder.windows(chunk.heading, chunk.text)
-    ]
+    texts = [text for each in _windows(embedder, to_embed) for text in each]
     return LoadPreview(
         collection=run.collection,
         run_id=run.run_id,
@@ -257,6 +252,12 @@ def _pace(embedder: Embedder, sample: list[str]) -> float:
     started = time.perf_counter()
     embedder.embed(sample)
     return (time.perf_counter() - started) / len(sample)
+
+
+def _model_changed(previous: tuple | None, model: str, dimensions: int) -> bool:
+    """Whether the collection was embedded with another model or size (its sync row,
+    `previous`): then every chunk is embedded again."""
+    return previous is not None and previous[1:3] != (model, dimensions)
 
 
 def _holds(collection: str, previous: tuple | None) -> Callable[[], str]:
@@ -393,9 +394,7 @@ def _embed(
     """Each chunk's vectors, one row per window the embedder reads it as (none for a
     chunk of a navigation page: search finds it by its words only);
     `progress(done, total)` in windows, after each batch."""
-    windows = [
-        [] if chunk.navigation else embedder.windows(chunk.heading, chunk.text) for chunk in chunks
-    ]
+    windows = _windows(embedder, chunks)
     texts = [text for each in windows for text in each]
     if not texts:
         return {}
@@ -406,6 +405,14 @@ def _embed(
         chunk.chunk_id: vectors[end - len(each) : end]
         for chunk, each, end in zip(chunks, windows, ends, strict=True)
     }
+
+
+def _windows(embedder: Embedder, chunks: list[RunChunk]) -> list[list[str]]:
+    """The texts the embedder reads for each chunk; none for a chunk of a navigation page
+    (search finds it by its words only)."""
+    return [
+        [] if chunk.navigation else embedder.windows(chunk.heading, chunk.text) for chunk in chunks
+    ]
 
 
 def _apply(
