@@ -35,14 +35,13 @@ from firechunk.layout import RunDir
 from firechunk.run.baseline import WAY_OUT, BaselineError, published_digests
 from firechunk.run.cache import read_chunk_rows
 from firechunk.schemas.changes import ChangeSet, PageChange
-from firechunk.schemas.report import PageRecord
 
 
 def change_set(
     run_id: str,
     collection: str,
     chunk_rows: dict[str, str],
-    pages: list[PageRecord],
+    pages_file: Path,
     *,
     baseline: tuple[str, Path] | None,
     full: bool,
@@ -50,7 +49,8 @@ def change_set(
     pages_rechunked: int,
     pages_reused: int,
 ) -> ChangeSet:
-    """Compare the run's chunk rows and pages with those of `baseline` (id, run dir).
+    """Compare the run's chunk rows and pages (its `pages_file`, pages.parquet) with those
+    of `baseline` (id, run dir).
 
     `baseline_damaged` is what the run found as it started; the baseline's chunk files are
     checked against its manifest again as they are read, so one changed since counts too.
@@ -63,14 +63,9 @@ def change_set(
             before_rows = verified_chunk_rows(baseline[1])
         except Unverified as why:
             distrust = f"baseline run {baseline[0]}: {why}"
-        pages_file = RunDir(baseline[1]).pages_parquet
-        before_pages = _versions(
-            _read_baseline(
-                pages_file, lambda: pl.read_parquet(pages_file, columns=list(_PAGE_COLUMNS))
-            )
-        )
-    rows = [{column: getattr(page, column) for column in _PAGE_COLUMNS} for page in pages]
-    after_pages = _versions(pl.DataFrame(rows, schema=_PAGE_COLUMNS))
+        before_file = RunDir(baseline[1]).pages_parquet
+        before_pages = _versions(_read_baseline(before_file, lambda: _read_pages(before_file)))
+    after_pages = _versions(_read_pages(pages_file))
     joined = after_pages.join(
         before_pages, on="key", how="full", suffix="_before", maintain_order="left_right"
     )
@@ -98,6 +93,11 @@ def change_set(
     )
 
 
+def _read_pages(path: Path) -> pl.DataFrame:
+    """The columns of a run's pages.parquet that a change set compares."""
+    return pl.read_parquet(path, columns=list(_PAGE_COLUMNS)).cast(_PAGE_COLUMNS)
+
+
 def _page_changes(
     joined: pl.DataFrame, *, now: bool = True, before: bool = True
 ) -> list[PageChange]:
@@ -114,13 +114,15 @@ def _page_changes(
     ]
 
 
-_PAGE_COLUMNS = {
-    "url": pl.String,
-    "canonical_url": pl.String,
-    "status": pl.String,
-    "content_hash": pl.String,
-    "raw_hash": pl.String,
-}
+_PAGE_COLUMNS = pl.Schema(
+    {
+        "url": pl.String,
+        "canonical_url": pl.String,
+        "status": pl.String,
+        "content_hash": pl.String,
+        "raw_hash": pl.String,
+    }
+)
 
 
 def _versions(pages: pl.DataFrame) -> pl.DataFrame:

@@ -252,36 +252,12 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
     _check_baseline_kept(start)
     with _stage(start, "writing the run"):
         aside = _aside(start, set_aside) if set_aside else NOTHING_ASIDE
-        cache = PageCache.open(RunDir(run_dir).state_file)
-        try:
-            pages = cache.plan()
-            started = float(cache.meta("started") or time.time())
-            pages_chunked = int(cache.meta("pages_chunked") or 0)
-            with ChunkFileWriter(run_dir) as writer:
-                assembled = assemble(
-                    pages,
-                    cache,
-                    writer,
-                    encoding=start.settings.encoding,
-                    started=started,
-                    aside=aside,
-                )
-            cache.put_chunk_rows(assembled.row_digests.items())
-        finally:
-            cache.close()
-        if start.baseline_damaged:
-            warning = damage_warning(str(start.baseline_id), start.baseline_damaged)
-            assembled.report.warnings.insert(0, warning)
-        assembled.report.collection = start.collection
-        write_page_files(run_dir, assembled.pages, assembled.quarantine, assembled.report)
-        tables = tables_from_facts(assembled.facts, assembled.pages, assembled.report.duplicates)
-        write_tables(run_dir, tables)
-        to_chunk = sum(page.chunked_as == page.index for page in pages)
+        report, row_digests, pages_chunked, to_chunk = _assemble_files(start, aside)
         changes = change_set(
             start.run_id,
             start.collection,
-            assembled.row_digests,
-            assembled.pages,
+            row_digests,
+            RunDir(run_dir).pages_parquet,
             baseline=(
                 (start.baseline_id, start.baseline_dir)
                 if start.baseline_id and start.baseline_dir
@@ -293,7 +269,35 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
             pages_reused=to_chunk - pages_chunked,
         )
         write_changes(run_dir, changes)
-    return Written(report=assembled.report, changes=changes)
+    return Written(report=report, changes=changes)
+
+
+def _assemble_files(start: RunStart, aside: Aside) -> tuple[ChunkReport, dict[str, str], int, int]:
+    """Write the chunk files, pages, quarantine, report and validation tables; return the
+    report, the chunk rows' digests, the pages chunked and the pages to chunk. The run's
+    page records and chunk facts live only as long as this call: the change set after it
+    reads pages.parquet back, so a large run does not hold both at once."""
+    run_dir = start.run_dir
+    cache = PageCache.open(RunDir(run_dir).state_file)
+    try:
+        pages = cache.plan()
+        started = float(cache.meta("started") or time.time())
+        pages_chunked = int(cache.meta("pages_chunked") or 0)
+        with ChunkFileWriter(run_dir) as writer:
+            assembled = assemble(
+                pages, cache, writer, encoding=start.settings.encoding, started=started, aside=aside
+            )
+        cache.put_chunk_rows(assembled.row_digests.items())
+    finally:
+        cache.close()
+    report = assembled.report
+    if start.baseline_damaged:
+        report.warnings.insert(0, damage_warning(str(start.baseline_id), start.baseline_damaged))
+    report.collection = start.collection
+    write_page_files(run_dir, assembled.pages, assembled.quarantine, report)
+    write_tables(run_dir, tables_from_facts(assembled.facts, assembled.pages, report.duplicates))
+    to_chunk = sum(page.chunked_as == page.index for page in pages)
+    return report, assembled.row_digests, pages_chunked, to_chunk
 
 
 def _aside(start: RunStart, set_aside: Mapping[str, tuple[str, ...]]) -> Aside:
