@@ -166,6 +166,16 @@ def test_a_field_added_to_a_model_reaches_the_parquet_schema():
     assert pa.schema(model_fields(Wider)).field("rank") == pa.field("rank", pa.int32())
 
 
+def test_a_heading_fills_the_pages_schema_struct_field_by_field_in_order():
+    """pages.parquet takes a heading as a tuple, by position: its fields must be the
+    struct's, in the struct's order."""
+    from firechunk.schemas.parquet import PAGES_SCHEMA
+    from firechunk.schemas.report import HeadingRecord
+
+    struct = PAGES_SCHEMA.field("headings").type.value_type
+    assert list(HeadingRecord._fields) == [field.name for field in struct]
+
+
 # -- thresholds ---------------------------------------------------------------------------
 
 THRESHOLDS = {"MAX_SHRINK": MAX_SHRINK, "INLINE_CHARS": INLINE_CHARS}

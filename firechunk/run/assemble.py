@@ -288,7 +288,7 @@ def _facts(row: dict[str, Any], draft: StoredDraft, page_url: str) -> ChunkFacts
         token_recount=draft.recount,
         text_hash=draft.text_hash,
         prev_chunk_id=data["overlap_text"]["prev_chunk_id"],
-        heading_lines=frozenset(draft.heading_lines),
+        heading_lines=tuple(draft.heading_lines),
     )
 
 
@@ -385,10 +385,7 @@ def chunked_record(
         tokens_after_cleanup=outcome.tokens_after,
         chunk_count=len(chunk_tokens),
         chunk_tokens=sum(chunk_tokens),
-        headings=[
-            HeadingRecord.model_construct(level=lv, text=title, line=line)
-            for lv, title, line in outcome.headings
-        ],
+        headings=[HeadingRecord(level, title, line) for level, title, line in outcome.headings],
         quarantine_reason=None,
     )
 

@@ -44,7 +44,8 @@ def write_page_files(
     """pages.parquet (PageRecords), quarantine.jsonl (QuarantineRecords), report.json."""
     run = RunDir(run_dir)
     return [
-        write_parquet(run.pages_parquet, [p.model_dump(mode="json") for p in pages], PAGES_SCHEMA),
+        # Python mode: a heading stays a tuple, which Arrow takes for its struct.
+        write_parquet(run.pages_parquet, [p.model_dump() for p in pages], PAGES_SCHEMA),
         write_jsonl(run.quarantine_jsonl, (q.model_dump(mode="json") for q in quarantine)),
         write_json(run.report_json, report.model_dump(mode="json")),
     ]
@@ -185,6 +186,11 @@ def _key_mismatch(value: Any, arrow_type: pa.DataType, where: str, path: str = "
             )
             if mismatch:
                 return mismatch
+    elif isinstance(value, tuple) and pa.types.is_struct(arrow_type):
+        # A tuple (a dumped NamedTuple) fills a struct by position: one value per field.
+        if len(value) != arrow_type.num_fields:
+            names = [field.name for field in arrow_type]
+            return f"{where}: {len(value)} values for the schema's fields {names}"
     elif isinstance(value, list) and value and pa.types.is_list(arrow_type):
         # The items of one list are made alike (from one model): the first stands for all.
         return _key_mismatch(value[0], arrow_type.value_type, f"{where}[0]", path)
