@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PlainSerializer
 
 from firechunk.schemas.chunk import Chunk
 
@@ -105,7 +105,11 @@ class PageRecord(BaseModel):
     tokens_after_cleanup: int = 0
     chunk_count: int = 0
     chunk_tokens: int = 0
-    headings: list[HeadingRecord] = Field(default_factory=list)
+    headings: list[
+        # In JSON an object, as the Parquet struct reads; in Python the tuple, which Arrow
+        # takes for that struct as it is.
+        Annotated[HeadingRecord, PlainSerializer(HeadingRecord._asdict, when_used="json")]
+    ] = Field(default_factory=list)
     quarantine_reason: str | None = None
 
 

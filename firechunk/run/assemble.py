@@ -1,7 +1,7 @@
 """A chunked crawl becomes a run: one pass over the pages in crawl order, after chunking.
 
 The rules, the same for a run written to its directory (`firechunk.run.stages`) and one held
-in memory (`firechunk.run.memory`); only where the rows go differs (`RowSink`):
+in memory (`firechunk.run.memory`); only where the rows and records go differs (`RunSink`):
 - a page without a usable URL or title (`firechunk.run.titles.page_problem`) is
   quarantined, whatever its content, under what its title was (`recorded_title`);
 - a canonical URL crawled again with other content keeps the last crawled page; the
@@ -24,6 +24,7 @@ run is validated without reading its text back.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -56,11 +57,15 @@ class Outcomes(Protocol):
     def get(self, index: int) -> StoredOutcome: ...
 
 
-class RowSink(Protocol):
-    """Where a page's chunk rows go; returns each row's digest (its chunks.json line's
-    sha256) when it writes files, nothing when it keeps the rows."""
+class RunSink(Protocol):
+    """Where the run goes as it is assembled, in crawl order: each chunked page's kept
+    rows with what the suites check of each (`ChunkFacts`), and every page's record."""
 
-    def add_rows(self, rows: list[dict[str, Any]]) -> list[str]: ...
+    def add_rows(self, rows: list[dict[str, Any]], facts: list[ChunkFacts]) -> list[str]:
+        """Take a page's kept rows; each row's digest (its chunks.json line's sha256) when
+        the sink writes files, nothing when it keeps the rows."""
+
+    def add_page(self, record: PageRecord) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -77,23 +82,43 @@ NOTHING_ASIDE = Aside(pages={}, rows={}, carried_from=None)
 
 @dataclass
 class Assembled:
-    """The run, but for its chunk rows (which went to the sink)."""
+    """The run, but for its chunk rows and page records (which went to the sink)."""
 
-    pages: list[PageRecord]
     quarantine: list[QuarantineRecord]
     report: ChunkReport
-    facts: list[ChunkFacts]
     row_digests: dict[str, str]  # chunk id -> digest of its row, in run order (files only)
+
+
+@dataclass
+class _PageTotals:
+    """What the report says of the pages, added up as their records go to the sink."""
+
+    chunked: int = 0
+    aliased: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, page: PageRecord) -> None:
+        if page.status == "alias":
+            self.aliased += 1
+        elif page.status == "chunked":
+            self.chunked += 1
+            self.tokens_before += page.tokens_before_cleanup
+            self.tokens_after += page.tokens_after_cleanup
+            if page.aliases:
+                self.aliases[page.canonical_url] = page.aliases
 
 
 @dataclass
 class _Pass:
     """The run-wide state of the pass."""
 
-    sink: RowSink
+    sink: RunSink
     also_on: dict[str, list[dict[str, Any]]]  # text hash -> pages whose copy is dropped
     seen: dict[str, str] = field(default_factory=dict)  # text hash -> id of the kept chunk
-    facts: list[ChunkFacts] = field(default_factory=list)
+    token_counts: list[int] = field(default_factory=list)  # of each chunk kept
+    page_totals: _PageTotals = field(default_factory=_PageTotals)
     row_digests: dict[str, str] = field(default_factory=dict)
     removed: dict[str, int] = field(default_factory=dict)
     duplicates: list = field(default_factory=list)
@@ -105,13 +130,14 @@ class _Pass:
 def assemble(
     pages: list[PlannedPage],
     outcomes: Outcomes,
-    sink: RowSink,
+    sink: RunSink,
     *,
     encoding: str,
     started: float,
     aside: Aside = NOTHING_ASIDE,
 ) -> Assembled:
-    """Walk the pages in crawl order; the rows of each chunked page go to `sink`."""
+    """Walk the pages in crawl order; the rows of each chunked page, and every page's
+    record, go to `sink` as they are made."""
     unusable = {
         page.index: problem for page in pages if (problem := page_problem(page.url, page.title))
     }
@@ -122,46 +148,45 @@ def assemble(
     primary_of = {i: primary for i, primary in primary_of.items() if i not in aside_of}
     alias_urls = alias_urls_of(pages, primary_of)
     state = _Pass(sink, also_on_of(pages, outcomes, primary_of))
-    records: dict[int, PageRecord] = {}
+
+    @functools.lru_cache(maxsize=4)  # a page's aliases usually come one after another
+    def primary_record(index: int) -> PageRecord:
+        """What an alias's record copies from the page it is an alias of, which may come
+        later in the crawl: its outcome says all of it."""
+        primary = pages[index]
+        outcome = outcomes.get(primary.chunked_as)
+        return chunked_record(primary, alias_urls[index], outcome, [])
+
     for page in pages:
         i = page.index
         if i in unusable:  # its chunks could not name where they come from
-            record, records[i] = quarantine_records(_as_recorded(page), *unusable[i])
-            state.quarantine.append(record)
+            quarantined, record = quarantine_records(_as_recorded(page), *unusable[i])
+            state.quarantine.append(quarantined)
         elif content_of(page) is None:
             outcome = outcomes.get(page.chunked_as)
-            record, records[i] = quarantine_records(page, outcome.reason, outcome.detail)
-            state.quarantine.append(record)
+            quarantined, record = quarantine_records(page, outcome.reason, outcome.detail)
+            state.quarantine.append(quarantined)
         elif i in replaced:
             kept = pages[replaced[i]]
             detail = (
                 f"{kept.url} (crawled later) has the same canonical URL and other content, "
                 f"and is kept; content sha256 {content_of(page)}, kept {content_of(kept)}"
             )
-            record, records[i] = quarantine_records(page, DUPLICATE_URL, detail)
-            state.quarantine.append(record)
+            quarantined, record = quarantine_records(page, DUPLICATE_URL, detail)
+            state.quarantine.append(quarantined)
         elif i in aside_of:
-            records[i] = _set_aside(page, pages[aside_of[i]], aside, state, encoding)
+            record = _set_aside(page, pages[aside_of[i]], aside, state, encoding)
         elif primary_of[i] == i:
-            outcome = outcomes.get(page.chunked_as)
-            records[i] = _add_page(page, outcome, alias_urls[i], state)
-    for page in pages:
-        if page.index not in records:
-            records[page.index] = alias_record(page, records[primary_of[page.index]])
-    records_in_order = [records[page.index] for page in pages]
+            record = _add_page(page, outcomes.get(page.chunked_as), alias_urls[i], state)
+        else:
+            record = alias_record(page, primary_record(primary_of[i]))
+        sink.add_page(record)
+        state.page_totals.add(record)
     report = ChunkReport(pages_in=len(pages), encoding=encoding, duplicates=state.duplicates)
     report.warnings = state.warnings
     report.pages_set_aside = state.set_aside
-    token_counts = [facts.token_count for facts in state.facts]
-    fill_report(
-        report,
-        records_in_order,
-        len(state.quarantine),
-        token_counts,
-        state.removed,
-        time.time() - started,
-    )
-    return Assembled(records_in_order, state.quarantine, report, state.facts, state.row_digests)
+    fill_report(report, state, time.time() - started)
+    return Assembled(state.quarantine, report, state.row_digests)
 
 
 def _add_page(
@@ -185,11 +210,7 @@ def _add_page(
     rows = [chunk.to_json() for chunk in chunks]
     kept = [draft for draft, earlier in zip(drafts, repeats, strict=True) if earlier is None]
     facts = [_facts(row, draft, url) for row, draft in zip(rows, kept, strict=True)]
-    digests = state.sink.add_rows(rows)
-    for chunk, digest in zip(facts, digests, strict=False):
-        state.row_digests[chunk.chunk_id] = digest
-    state.seen.update((chunk.text_hash, chunk.chunk_id) for chunk in facts)
-    state.facts.extend(facts)
+    _keep(rows, facts, state)
     state.duplicates.extend(duplicates_of(url, repeats, [draft.tokens for draft in drafts]))
     state.warnings.extend(f"{url}: {warning}" for warning in outcome.warnings)
     for rule, tokens in outcome.removed_tokens.items():
@@ -246,12 +267,17 @@ def _carry(rows: list[dict[str, Any]], state: _Pass, counter: TokenCounter) -> i
             "their text is in chunks this run kept"
         )
         return 0
-    digests = state.sink.add_rows(rows)
+    _keep(rows, facts, state)
+    return len(facts)
+
+
+def _keep(rows: list[dict[str, Any]], facts: list[ChunkFacts], state: _Pass) -> None:
+    """Hand kept rows and their facts to the sink; note their digests, texts and sizes."""
+    digests = state.sink.add_rows(rows, facts)
     for chunk, digest in zip(facts, digests, strict=False):
         state.row_digests[chunk.chunk_id] = digest
     state.seen.update((chunk.text_hash, chunk.chunk_id) for chunk in facts)
-    state.facts.extend(facts)
-    return len(facts)
+    state.token_counts.extend(chunk.token_count for chunk in facts)
 
 
 def also_on_of(
@@ -429,27 +455,20 @@ def alias_record(page: PlannedPage, primary: PageRecord) -> PageRecord:
     )
 
 
-def fill_report(
-    report: ChunkReport,
-    pages: list[PageRecord],
-    quarantined: int,
-    token_counts: list[int],
-    removed: dict[str, int],
-    seconds: float,
-) -> None:
-    """The report's figures, from the run's page records and its chunks' token counts."""
-    chunked = [p for p in pages if p.status == "chunked"]
-    report.pages_chunked = len(chunked)
-    report.pages_aliased = sum(p.status == "alias" for p in pages)
-    report.pages_quarantined = quarantined
-    report.chunks_out = len(token_counts)
+def fill_report(report: ChunkReport, state: _Pass, seconds: float) -> None:
+    """The report's figures, from what the pass added up."""
+    totals = state.page_totals
+    report.pages_chunked = totals.chunked
+    report.pages_aliased = totals.aliased
+    report.pages_quarantined = len(state.quarantine)
+    report.chunks_out = len(state.token_counts)
     report.duplicate_chunks_dropped = len(report.duplicates)
-    report.tokens_before_cleanup = sum(p.tokens_before_cleanup for p in chunked)
-    report.tokens_after_cleanup = sum(p.tokens_after_cleanup for p in chunked)
-    report.tokens_in_chunks = sum(token_counts)
-    report.cleanup_tokens_removed = removed
-    report.aliases = {p.canonical_url: p.aliases for p in chunked if p.aliases}
-    report.chunk_tokens = percentiles(token_counts)
+    report.tokens_before_cleanup = totals.tokens_before
+    report.tokens_after_cleanup = totals.tokens_after
+    report.tokens_in_chunks = sum(state.token_counts)
+    report.cleanup_tokens_removed = state.removed
+    report.aliases = totals.aliases
+    report.chunk_tokens = percentiles(state.token_counts)
     report.seconds = round(seconds, 3)
 
 

@@ -20,8 +20,9 @@ from firechunk.run.outcomes import StoredOutcome, page_outcome, page_sizer
 from firechunk.run.plan import PageInput, make_batches, page_inputs, plan_pages, useful_workers
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.page import CrawlResult
-from firechunk.schemas.report import ChunkRun
+from firechunk.schemas.report import ChunkRun, PageRecord
 from firechunk.tokens import DEFAULT_ENCODING, Sizer
+from firechunk.validate.facts import ChunkFacts
 
 
 def chunk_crawl(
@@ -38,14 +39,14 @@ def chunk_crawl(
     plan = plan_pages(page_inputs(crawl))
     workers = useful_workers(plan.to_chunk, workers)
     outcomes = InMemoryOutcomes(_outcomes(plan.to_chunk, workers, encoding, options))
-    sink = ChunkList()
+    sink = RunInMemory()
     name = encoding if isinstance(encoding, str) else encoding.encoding_name
     assembled = assemble(plan.pages, outcomes, sink, encoding=name, started=started)
-    urls = (page.canonical_url for page in assembled.pages)
+    urls = (page.canonical_url for page in sink.pages)
     assembled.report.collection = collection_of_urls(urls)
     return ChunkRun(
         chunks=sink.chunks,
-        pages=assembled.pages,
+        pages=sink.pages,
         quarantine=assembled.quarantine,
         report=assembled.report,
     )
@@ -79,12 +80,17 @@ class InMemoryOutcomes:
         return self._outcomes[index]
 
 
-class ChunkList:
-    """The row sink of an in-memory run: each row as a `Chunk`."""
+class RunInMemory:
+    """The sink of an in-memory run (`firechunk.run.assemble.RunSink`): each row as a
+    `Chunk`, and the page records; the facts are for validation, which it does not do."""
 
     def __init__(self) -> None:
         self.chunks: list[Chunk] = []
+        self.pages: list[PageRecord] = []
 
-    def add_rows(self, rows: list[dict[str, Any]]) -> list[str]:
+    def add_rows(self, rows: list[dict[str, Any]], facts: list[ChunkFacts]) -> list[str]:
         self.chunks.extend(Chunk.model_validate(row) for row in rows)
         return []
+
+    def add_page(self, record: PageRecord) -> None:
+        self.pages.append(record)

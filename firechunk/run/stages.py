@@ -32,7 +32,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -63,16 +65,17 @@ from firechunk.run.executors import Executor, in_process, results_of
 from firechunk.run.manifest import write_manifest
 from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
 from firechunk.run.shrink import shrink_problem
-from firechunk.run.write import ChunkFileWriter, read_report, write_page_files
+from firechunk.run.write import RunFileWriter, read_report, write_page_files
 from firechunk.schemas.changes import ChangeSet
 from firechunk.schemas.job import CrawlTarget
 from firechunk.schemas.publish import PublishResult, RunStatus
-from firechunk.schemas.report import ChunkReport
+from firechunk.schemas.report import ChunkReport, PageRecord
 from firechunk.schemas.validation import ValidationOutcome
 from firechunk.settings import DEFAULT_WORKERS, INLINE_CHARS, MAX_SHRINK, RunSettings
+from firechunk.validate.facts import ChunkFacts
 from firechunk.validate.set_aside import SetAside, pages_to_set_aside
 from firechunk.validate.suites import SUITES_DIR, record_outcome, validate_tables
-from firechunk.validate.tables import read_tables, tables_from_facts, write_tables
+from firechunk.validate.tables import TableBuilder, read_tables, write_tables
 
 Progress = Callable[[int, int], None]  # (pages chunked so far, pages to chunk)
 
@@ -274,18 +277,19 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
 
 def _assemble_files(start: RunStart, aside: Aside) -> tuple[ChunkReport, dict[str, str], int, int]:
     """Write the chunk files, pages, quarantine, report and validation tables; return the
-    report, the chunk rows' digests, the pages chunked and the pages to chunk. The run's
-    page records and chunk facts live only as long as this call: the change set after it
-    reads pages.parquet back, so a large run does not hold both at once."""
+    report, the chunk rows' digests, the pages chunked and the pages to chunk. Rows and
+    page records go to their files, and the facts the tables need to the tables' builder,
+    page by page as the run is assembled (`_RunFiles`)."""
     run_dir = start.run_dir
     cache = PageCache.open(RunDir(run_dir).state_file)
     try:
         pages = cache.plan()
         started = float(cache.meta("started") or time.time())
         pages_chunked = int(cache.meta("pages_chunked") or 0)
-        with ChunkFileWriter(run_dir) as writer:
+        with RunFileWriter(run_dir) as writer:
+            sink = _RunFiles(writer, TableBuilder())
             assembled = assemble(
-                pages, cache, writer, encoding=start.settings.encoding, started=started, aside=aside
+                pages, cache, sink, encoding=start.settings.encoding, started=started, aside=aside
             )
         cache.put_chunk_rows(assembled.row_digests.items())
     finally:
@@ -294,10 +298,28 @@ def _assemble_files(start: RunStart, aside: Aside) -> tuple[ChunkReport, dict[st
     if start.baseline_damaged:
         report.warnings.insert(0, damage_warning(str(start.baseline_id), start.baseline_damaged))
     report.collection = start.collection
-    write_page_files(run_dir, assembled.pages, assembled.quarantine, report)
-    write_tables(run_dir, tables_from_facts(assembled.facts, assembled.pages, report.duplicates))
+    write_page_files(run_dir, assembled.quarantine, report)
+    sink.tables.add_duplicates(report.duplicates)
+    write_tables(run_dir, sink.tables.tables())
     to_chunk = sum(page.chunked_as == page.index for page in pages)
     return report, assembled.row_digests, pages_chunked, to_chunk
+
+
+@dataclass(frozen=True)
+class _RunFiles:
+    """A written run's sink (`firechunk.run.assemble.RunSink`): rows and records to the
+    run's files, the facts the suites check to the tables' builder."""
+
+    files: RunFileWriter
+    tables: TableBuilder
+
+    def add_rows(self, rows: list[dict[str, Any]], facts: list[ChunkFacts]) -> list[str]:
+        self.tables.add_chunks(facts)
+        return self.files.add_rows(rows)
+
+    def add_page(self, record: PageRecord) -> None:
+        self.tables.add_page(record)
+        self.files.add_page(record)
 
 
 def _aside(start: RunStart, set_aside: Mapping[str, tuple[str, ...]]) -> Aside:

@@ -4,9 +4,10 @@ Loaders read `chunks.parquet` (or `chunks.json`, the same rows in the fixed JSON
 people read `report.json` and `quarantine.jsonl`; `pages.parquet` says what became of every
 crawled URL. Validation results go to `validation/` (see `firechunk.validate.suites`).
 
-The chunk files are written as assembly hands over each page's rows (`ChunkFileWriter`):
-Parquet one row group per batch of rows, `chunks.json` one chunk per line of a JSON array,
-so a written run never holds all its chunk texts at once.
+The chunk files and pages.parquet are written as assembly hands over each page's rows and
+record (`RunFileWriter`): Parquet one row group per batch of rows, `chunks.json` one chunk
+per line of a JSON array, so a written run never holds all its chunk texts, or all its page
+records, at once.
 """
 
 from __future__ import annotations
@@ -25,27 +26,25 @@ import pyarrow.parquet as pq
 from firechunk.atomic import atomic_open, atomic_write, write_json, write_jsonl
 from firechunk.layout import RunDir
 from firechunk.schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
-from firechunk.schemas.report import ChunkReport, ChunkRun, QuarantineRecord
+from firechunk.schemas.report import ChunkReport, ChunkRun, PageRecord, QuarantineRecord
 
 PARQUET_COMPRESSION = "zstd"
-ROWS_PER_GROUP = 2000  # chunks per Parquet row group: a few MB of text
+ROWS_PER_GROUP = 2000  # rows per Parquet row group: a few MB of chunk text
 
 
 def write_run_outputs(run: ChunkRun, run_dir: Path) -> list[Path]:
     """Write every data file of `run` into `run_dir`; return the paths written."""
-    with ChunkFileWriter(run_dir) as writer:
+    with RunFileWriter(run_dir) as writer:
         writer.add_rows([chunk.to_json() for chunk in run.chunks])
-    return [*writer.paths, *write_page_files(run_dir, run.pages, run.quarantine, run.report)]
+        for page in run.pages:
+            writer.add_page(page)
+    return [*writer.paths, *write_page_files(run_dir, run.quarantine, run.report)]
 
 
-def write_page_files(
-    run_dir: Path, pages: list, quarantine: list, report: ChunkReport
-) -> list[Path]:
-    """pages.parquet (PageRecords), quarantine.jsonl (QuarantineRecords), report.json."""
+def write_page_files(run_dir: Path, quarantine: list, report: ChunkReport) -> list[Path]:
+    """quarantine.jsonl (QuarantineRecords) and report.json."""
     run = RunDir(run_dir)
     return [
-        # Python mode: a heading stays a tuple, which Arrow takes for its struct.
-        write_parquet(run.pages_parquet, [p.model_dump() for p in pages], PAGES_SCHEMA),
         write_jsonl(run.quarantine_jsonl, (q.model_dump(mode="json") for q in quarantine)),
         write_json(run.report_json, report.model_dump(mode="json")),
     ]
@@ -62,34 +61,31 @@ def read_quarantine(run_dir: Path) -> list[QuarantineRecord]:
     return [QuarantineRecord.model_validate_json(line) for line in lines if line.strip()]
 
 
-class ChunkFileWriter:
-    """`chunks.parquet` and `chunks.json`, written together a page of chunk rows at a time.
+class RunFileWriter:
+    """`chunks.parquet`, `chunks.json` and `pages.parquet`, written as assembly hands over
+    each page's chunk rows and record, so a written run never holds them all at once.
 
     Rows are the chunk JSON objects (`Chunk.to_json()` shape). Each is written to
     `chunks.json` at once, as one line of the array (compact JSON, by orjson: the standard
     library's encoder took seconds on a few thousand pages), and to Parquet a row group at a
-    time. Both files appear (atomically) when the `with` block ends without error; on an
-    error neither does. The sha256 of each row's line in `chunks.json` is returned: it is
-    what `firechunk.run.changes` compares from one run to the next.
-
-    The schema check of `write_parquet` runs on the first row of every row group rather
-    than on every row: all rows are made the same way, and checking each nested row was
-    most of the time of writing a large run.
+    time; page records (`PageRecord`) go to pages.parquet a row group at a time. The files
+    appear (atomically) when the `with` block ends without error; on an error none does.
+    The sha256 of each row's line in `chunks.json` is returned: it is what
+    `firechunk.run.changes` compares from one run to the next.
     """
 
     def __init__(self, run_dir: Path) -> None:
         run = RunDir(run_dir)
-        self.paths = [run.chunks_parquet, run.chunks_json]
+        self.paths = [run.chunks_parquet, run.chunks_json, run.pages_parquet]
         self._stack = ExitStack()
-        self._rows: list[dict[str, Any]] = []  # rows of the next Parquet row group
         self._lines = 0
 
-    def __enter__(self) -> ChunkFileWriter:
-        parquet_file = self._stack.enter_context(atomic_open(self.paths[0]))
-        self._json = self._stack.enter_context(atomic_open(self.paths[1]))
-        self._parquet = pq.ParquetWriter(
-            parquet_file, CHUNKS_SCHEMA, compression=PARQUET_COMPRESSION
+    def __enter__(self) -> RunFileWriter:
+        chunks_parquet, self._json, pages_parquet = (
+            self._stack.enter_context(atomic_open(path)) for path in self.paths
         )
+        self._chunks = RowGroups(chunks_parquet, self.paths[0].name, CHUNKS_SCHEMA)
+        self._pages = RowGroups(pages_parquet, self.paths[2].name, PAGES_SCHEMA)
         self._json.write(b"[")
         return self
 
@@ -99,21 +95,12 @@ class ChunkFileWriter:
         if lines:
             self._json.write((b"\n" if self._lines == 0 else b",\n") + b",\n".join(lines))
             self._lines += len(lines)
-        self._rows.extend(rows)
-        if len(self._rows) >= ROWS_PER_GROUP:
-            self._flush()
+        self._chunks.add(rows)
         return line_digests(lines)
 
-    def _flush(self) -> None:
-        """Write the rows held as one Parquet row group, after checking their keys."""
-        if not self._rows:
-            return
-        mismatch = _key_mismatch(self._rows[0], pa.struct(list(CHUNKS_SCHEMA)), where="row")
-        if mismatch:
-            raise ValueError(f"{self.paths[0].name}: {mismatch}; update schemas/parquet.py")
-        table = pa.Table.from_pylist(self._rows, schema=CHUNKS_SCHEMA)
-        self._parquet.write_table(table, ROWS_PER_GROUP)
-        self._rows = []
+    def add_page(self, page: PageRecord) -> None:
+        # Python mode: a heading stays a tuple, which Arrow takes for its struct.
+        self._pages.add([page.model_dump()])
 
     def __exit__(
         self,
@@ -127,22 +114,57 @@ class ChunkFileWriter:
             self.abandon(error)
 
     def close(self) -> None:
-        """Finish both files and move them into place."""
+        """Finish every file and move them into place."""
         try:
-            self._flush()
+            self._chunks.close()
+            self._pages.close()
             self._json.write(b"\n]\n")
-            self._parquet.close()
         except BaseException as failure:
             self.abandon(failure)
             raise
-        self._stack.close()  # both files complete: rename them into place
+        self._stack.close()  # every file complete: rename them into place
 
     def abandon(self, error: BaseException | None = None) -> None:
-        """Close everything and leave neither file behind."""
-        error = error or RuntimeError("the chunk files were abandoned")
-        with suppress(Exception):  # the write already failed; that error is the one to report
-            self._parquet.close()
+        """Close everything and leave no file behind."""
+        error = error or RuntimeError("the run's files were abandoned")
+        for groups in (self._chunks, self._pages):
+            with suppress(Exception):  # the write already failed; that error is reported
+                groups.writer.close()
         self._stack.__exit__(type(error), error, error.__traceback__)
+
+
+class RowGroups:
+    """A Parquet file written a row group at a time from dict rows of one model.
+
+    The schema check of `write_parquet` runs on the first row of every row group rather
+    than on every row: all rows are made the same way, and checking each nested row was
+    most of the time of writing a large run.
+    """
+
+    def __init__(self, handle: Any, name: str, schema: pa.Schema) -> None:
+        self.writer = pq.ParquetWriter(handle, schema, compression=PARQUET_COMPRESSION)
+        self._name, self._schema = name, schema
+        self._rows: list[dict[str, Any]] = []
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        self._rows.extend(rows)
+        if len(self._rows) >= ROWS_PER_GROUP:
+            self._flush()
+
+    def close(self) -> None:
+        self._flush()
+        self.writer.close()
+
+    def _flush(self) -> None:
+        """Write the rows held as one row group, after checking their keys."""
+        if not self._rows:
+            return
+        mismatch = _key_mismatch(self._rows[0], pa.struct(list(self._schema)), where="row")
+        if mismatch:
+            raise ValueError(f"{self._name}: {mismatch}; update schemas/parquet.py")
+        table = pa.Table.from_pylist(self._rows, schema=self._schema)
+        self.writer.write_table(table, ROWS_PER_GROUP)
+        self._rows = []
 
 
 def line_digests(lines: list[bytes]) -> list[str]:

@@ -6,11 +6,13 @@ same page, whether a heading is covered by some chunk, how many of a page's toke
 up in chunks). Those values are computed here as plain columns with obvious meanings; every
 threshold and allowed value lives in the suite files in `expectations/`, never here.
 
-The tables are built from `ChunkFacts` (`firechunk.validate.facts`), one per chunk: what the
-suites need to know about a chunk, without its text. A run held in memory (`ChunkRun`) gives
-its facts through `chunk_facts`; a written run (`firechunk.run.assemble`) keeps the same facts
-for the chunks it wrote, with the text-derived ones (recount, text hash, heading lines)
-computed where the chunk was made, by the same functions, so both check the same values.
+The tables are built (`TableBuilder`) from `ChunkFacts` (`firechunk.validate.facts`), one per
+chunk: what the suites need to know about a chunk, without its text; from the pages'
+records; and from the dropped duplicates. A run held in memory (`ChunkRun`) gives its facts
+through `chunk_facts`; a written run (`firechunk.run.assemble`) hands the builder the same
+facts for each page's chunks as it writes them, with the text-derived ones (recount, text
+hash, heading lines) computed where the chunk was made, by the same functions, so both
+check the same values.
 
 Tables (one per suite, the suite's `name` is the table's name):
 - `chunks`: one row per chunk.
@@ -20,9 +22,9 @@ Tables (one per suite, the suite's `name` is the table's name):
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 import polars as pl
 
@@ -69,54 +71,243 @@ PAGE_COLUMNS = [
 HEADER_COLUMNS = ["url", "status", "level", "heading", "line", "coverage"]
 
 
-def _recount(chunk: ChunkFacts) -> int:
-    if chunk.token_recount is None:
-        raise ValueError(
-            f"chunk {chunk.chunk_id} was not recounted: the run has no validation facts"
-        )
-    return chunk.token_recount
-
-
 def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pl.DataFrame]:
     """Every table the suites check, keyed by suite name."""
-    facts = [chunk_facts(chunk, counter) for chunk in run.chunks]
-    return tables_from_facts(facts, run.pages, run.report.duplicates)
-
-
-def tables_from_facts(
-    facts: list[ChunkFacts], pages: list[PageRecord], duplicates: Iterable[DuplicateChunk]
-) -> dict[str, pl.DataFrame]:
-    """The tables from every chunk's facts, every page's record and the dropped duplicates.
-
-    A broken run may repeat chunk ids (chunk_id_unique reports that): facts are a list, so
-    each chunk is still its own row with its own recount.
-    """
-    index = _PageIndex(facts, pages, duplicates)
-    return {
-        "chunks": _frame(chunk_columns(facts), CHUNK_COLUMNS),
-        "pages": _frame(page_columns(pages, index), PAGE_COLUMNS),
-        "headers": _frame(header_columns(pages, index), HEADER_COLUMNS),
-    }
+    tables = TableBuilder()
+    tables.add_chunks(chunk_facts(chunk, counter) for chunk in run.chunks)
+    for page in run.pages:
+        tables.add_page(page)
+    tables.add_duplicates(run.report.duplicates)
+    return tables.tables()
 
 
 Columns = dict[str, list]
 
 
+class TableBuilder:
+    """The three tables, gathered as a run is assembled, in any order: chunk facts, page
+    records, dropped duplicates; `tables()` once all are in.
+
+    What a row needs of other rows (the page of a chunk's `prev_chunk_id`, the chunks and
+    dropped chunks at a page's URLs, the headers and heading lines that cover a heading)
+    is kept by URL or chunk id as it comes, and each such column is filled in at the end.
+    So a run holds columns and a few sets per URL, not every page's record and every
+    chunk's facts: a 20,000-page run's are tens of MB, not hundreds.
+
+    A broken run may repeat chunk ids (chunk_id_unique reports that): each chunk is still
+    its own row with its own recount; the last of an id stands for it where it is looked
+    up, as in a dict.
+    """
+
+    def __init__(self) -> None:
+        self._chunks: Columns = {name: [] for name in [*_FACT_COLUMNS, "prev_chunk_id"]}
+        self._page_of: dict[str, str] = {}  # chunk id -> its page's URL
+        self._lines_of: dict[str, tuple[str, ...]] = {}  # chunk id -> its heading lines
+        self._found: dict[str, list[int]] = {}  # URL -> [chunks, recounted tokens]
+        self._named: dict[str, set[tuple[int, str | None]]] = {}  # URL -> (level, header)
+        self._lines: dict[str, set[str]] = {}  # URL -> heading lines of its chunks
+        self._dropped: dict[str, list[DuplicateChunk]] = {}  # URL -> chunks dropped there
+        self._pages: list[_Page] = []
+        self._headings: Columns = {name: [] for name in ["page", *HEADER_COLUMNS[:5]]}
+
+    def add_chunks(self, facts: Iterable[ChunkFacts]) -> None:
+        for chunk in facts:
+            if chunk.token_recount is None:
+                raise ValueError(
+                    f"chunk {chunk.chunk_id} was not recounted: the run has no validation facts"
+                )
+            for leaf in CHECKED_FIELDS:
+                self._chunks[leaf.key].append(getattr(chunk, leaf.name))
+            self._chunks["token_recount"].append(chunk.token_recount)
+            self._chunks["text_hash"].append(chunk.text_hash)
+            self._chunks["prev_chunk_id"].append(chunk.prev_chunk_id)
+            self._page_of[chunk.chunk_id] = chunk.source_url
+            self._lines_of[chunk.chunk_id] = chunk.heading_lines
+            found = self._found.setdefault(chunk.source_url, [0, 0])
+            found[0] += 1
+            found[1] += chunk.token_recount
+            self._named.setdefault(chunk.source_url, set()).update(((1, chunk.h1), (2, chunk.h2)))
+            self._lines.setdefault(chunk.source_url, set()).update(chunk.heading_lines)
+
+    def add_page(self, page: PageRecord) -> None:
+        number = len(self._pages)
+        self._pages.append(
+            _Page(
+                page.url,
+                page.canonical_url,
+                page.status,
+                page.alias_of,
+                page.content_hash,
+                page.tokens_after_cleanup,
+                page.chunk_count,
+            )
+        )
+        for heading in page.headings:
+            for name, value in zip(
+                self._headings,
+                (number, page.url, page.status, heading.level, heading.text, heading.line),
+                strict=True,
+            ):
+                self._headings[name].append(value)
+
+    def add_duplicates(self, duplicates: Iterable[DuplicateChunk]) -> None:
+        for duplicate in duplicates:
+            self._dropped.setdefault(duplicate.source_url, []).append(duplicate)
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Every table, keyed by suite name."""
+        targets = self._targets()
+        return {
+            "chunks": _frame(self._chunk_columns(), CHUNK_COLUMNS),
+            "pages": _frame(self._page_columns(targets), PAGE_COLUMNS),
+            "headers": _frame(self._header_columns(targets), HEADER_COLUMNS),
+        }
+
+    def _chunk_columns(self) -> Columns:
+        columns = {name: values for name, values in self._chunks.items()}
+        prev_ids = columns.pop("prev_chunk_id")
+        columns["prev_chunk_link"] = [
+            prev_chunk_link(prev_id, url, self._page_of)
+            for prev_id, url in zip(prev_ids, columns["sourceUrl"], strict=True)
+        ]
+        return columns
+
+    def _targets(self) -> list[_Page | None]:
+        """For each page, the page whose chunks stand for it: itself, or the page it is an
+        alias of. A URL variant of a page (an alias) shares its canonical URL: the chunked
+        page must win that key, whatever the crawl order."""
+        by_url: dict[str, _Page] = {}
+        for page in sorted(self._pages, key=lambda page: page.status != "chunked"):
+            by_url.setdefault(page.canonical_url, page)
+            by_url.setdefault(page.url, page)
+        return [
+            by_url.get(page.alias_of or "") if page.status == "alias" else page
+            for page in self._pages
+        ]
+
+    def _urls(self, target: _Page | None) -> tuple[str, ...]:
+        """Where the chunks of `target` are: its URL, and its canonical URL when another."""
+        if target is None:
+            return ()
+        if target.canonical_url == target.url:
+            return (target.url,)
+        return (target.url, target.canonical_url)
+
+    def _page_columns(self, targets: list[_Page | None]) -> Columns:
+        """One row per page. Tokens are accounted for with recounted chunk tokens.
+
+        Recounts, not the chunks' declared `token_count`: a wrong count is the chunks
+        suite's finding; here the question is whether the page's text made it into chunks.
+        Chunks dropped as duplicates of another page's chunk still account for their page's
+        text.
+        """
+        columns: Columns = {name: [] for name in PAGE_COLUMNS}
+        for page, target in zip(self._pages, targets, strict=True):
+            urls = self._urls(target)
+            found = [self._found.get(url, [0, 0]) for url in urls]
+            dropped = [d for url in urls for d in self._dropped.get(url, [])]
+            found_tokens = sum(tokens for _, tokens in found)
+            dropped_tokens = sum(duplicate.token_count for duplicate in dropped)
+            accounted = found_tokens + dropped_tokens
+            tokens = page.tokens_after_cleanup
+            row = {
+                "url": page.url,
+                "canonical_url": page.canonical_url,
+                "status": page.status,
+                "alias_of": page.alias_of,
+                "alias_target_status": _alias_target_status(page, target),
+                "content_hash": page.content_hash,
+                "tokens_after_cleanup": tokens,
+                "chunk_count": page.chunk_count,
+                "chunks_found": sum(count for count, _ in found),
+                "duplicate_chunks_dropped": len(dropped),
+                "chunk_tokens_found": found_tokens,
+                "dropped_duplicate_tokens": dropped_tokens,
+                "token_gap": accounted - tokens,
+                "token_ratio": accounted / tokens if tokens else None,
+            }
+            for name, value in row.items():
+                columns[name].append(value)
+        return columns
+
+    def _header_columns(self, targets: list[_Page | None]) -> Columns:
+        """One row per H1/H2 of every page, and how the chunks of its target cover it:
+        'headers' (a chunk's h1 or h2 is the heading), 'text' (a heading line of it is in a
+        chunk's text, or in the earlier chunk a dropped chunk of the page repeats: their
+        headers are their own page's, so only their lines count), 'missing', or
+        'page_quarantined'."""
+        columns = {name: values for name, values in self._headings.items()}
+        covered: dict[int, tuple[set, set[str]]] = {}  # by id of the target
+        coverage = []
+        for number, status, level, text in zip(
+            columns.pop("page"), columns["status"], columns["level"], columns["heading"],
+            strict=True,
+        ):  # fmt: skip
+            if status == "quarantined":
+                coverage.append("page_quarantined")
+                continue
+            target = targets[number]
+            if id(target) not in covered:
+                covered[id(target)] = self._covered(target)
+            named, lines = covered[id(target)]
+            if (level, text) in named:
+                coverage.append("headers")
+            else:
+                coverage.append("text" if heading_key(text) in lines else "missing")
+        columns["coverage"] = coverage
+        return columns
+
+    def _covered(self, target: _Page | None) -> tuple[set, set[str]]:
+        """The (level, header) pairs of the chunks at `target`'s URLs, and the heading lines
+        of those chunks and of the chunks its dropped chunks repeat."""
+        named: set = set()
+        lines: set[str] = set()
+        for url in self._urls(target):
+            named |= self._named.get(url, set())
+            lines |= self._lines.get(url, set())
+            for duplicate in self._dropped.get(url, []):
+                lines.update(self._lines_of.get(duplicate.duplicate_of, ()))
+        return named, lines
+
+
+class _Page(NamedTuple):
+    """What the tables need of a page's record: the record without its headings."""
+
+    url: str
+    canonical_url: str
+    status: str
+    alias_of: str | None
+    content_hash: str
+    tokens_after_cleanup: int
+    chunk_count: int
+
+
+# The chunks table's columns taken from each chunk's facts (its checked fields, the recount
+# and the text hash); `prev_chunk_link` is computed across rows.
+_FACT_COLUMNS = CHUNK_COLUMNS[:-1]
+
+
 def _frame(columns: Columns, names: list[str]) -> pl.DataFrame:
     """A table built column by column: a dict per row took several times the memory of
-    the columns (130 MB against 58 for a 20,000-page run). Every column of `names` is
-    there, so an empty run fails on row counts, not on a confusing "column does not
-    exist"."""
+    the columns. Every column of `names` is there, so an empty run fails on row counts,
+    not on a confusing "column does not exist"."""
     return pl.DataFrame({name: columns.get(name, []) for name in names}, strict=False)
 
 
-def _columns(names: list[str]) -> Columns:
-    return {name: [] for name in names}
+def prev_chunk_link(prev_id: str | None, url: str, page_of: dict[str, str]) -> str:
+    """'none', 'same_page', 'other_page' or 'unknown_chunk' (not a chunk of this run)."""
+    if prev_id is None:
+        return "none"
+    if prev_id not in page_of:
+        return "unknown_chunk"
+    return "same_page" if page_of[prev_id] == url else "other_page"
 
 
-def _append(columns: Columns, row: dict) -> None:
-    for name, value in row.items():
-        columns[name].append(value)
+def _alias_target_status(page: _Page, target: _Page | None) -> str | None:
+    """For an alias page, the status of the page it points at ('missing' if none)."""
+    if page.status != "alias":
+        return None
+    return target.status if target is not None else "missing"
 
 
 def write_tables(run_dir: Path, tables: dict[str, pl.DataFrame]) -> list[Path]:
@@ -136,171 +327,3 @@ def read_tables(run_dir: Path) -> dict[str, pl.DataFrame]:
         path.stem: pl.read_parquet(path)
         for path in sorted(RunDir(run_dir).tables_dir.glob("*.parquet"))
     }
-
-
-def chunk_columns(facts: list[ChunkFacts]) -> Columns:
-    """One row per chunk: each checked field, from the `ChunkFacts` attribute of its name."""
-    page_of = {chunk.chunk_id: chunk.source_url for chunk in facts}
-    columns = {leaf.key: [getattr(chunk, leaf.name) for chunk in facts] for leaf in CHECKED_FIELDS}
-    columns["token_recount"] = [chunk.token_recount for chunk in facts]
-    columns["text_hash"] = [chunk.text_hash for chunk in facts]
-    columns["prev_chunk_link"] = [prev_chunk_link(chunk, page_of) for chunk in facts]
-    return columns
-
-
-def prev_chunk_link(chunk: ChunkFacts, page_of: dict[str, str]) -> str:
-    """'none', 'same_page', 'other_page' or 'unknown_chunk' (not a chunk of this run)."""
-    prev_id = chunk.prev_chunk_id
-    if prev_id is None:
-        return "none"
-    if prev_id not in page_of:
-        return "unknown_chunk"
-    return "same_page" if page_of[prev_id] == chunk.source_url else "other_page"
-
-
-class _PageIndex:
-    """Finds the chunks of a page, whichever of its URLs (crawled, canonical) they carry.
-
-    An alias page has no chunks of its own: it is answered by the page it is an alias of.
-    """
-
-    def __init__(
-        self,
-        facts: list[ChunkFacts],
-        pages: list[PageRecord],
-        duplicates: Iterable[DuplicateChunk],
-    ) -> None:
-        # A URL variant of a page (an alias) shares its canonical URL: the chunked page
-        # must win that key, whatever the crawl order.
-        self.by_url: dict[str, PageRecord] = {}
-        for page in sorted(pages, key=lambda page: page.status != "chunked"):
-            self.by_url.setdefault(page.canonical_url, page)
-            self.by_url.setdefault(page.url, page)
-        self.chunks: dict[str, list[ChunkFacts]] = defaultdict(list)
-        for chunk in facts:
-            self.chunks[chunk.source_url].append(chunk)
-        self.dropped: dict[str, list[DuplicateChunk]] = defaultdict(list)
-        for duplicate in duplicates:
-            self.dropped[duplicate.source_url].append(duplicate)
-        self.by_id = {chunk.chunk_id: chunk for chunk in facts}
-
-    def target(self, page: PageRecord) -> PageRecord | None:
-        """The page whose chunks stand for `page`: itself, or the page it is an alias of."""
-        if page.status != "alias":
-            return page
-        return self.by_url.get(page.alias_of or "")
-
-    def chunks_of(self, page: PageRecord) -> list[ChunkFacts]:
-        target = self.target(page)
-        if target is None:
-            return []
-        found = self.chunks.get(target.url, [])
-        if target.canonical_url != target.url:
-            found = found + self.chunks.get(target.canonical_url, [])
-        return found
-
-    def repeated_by(self, page: PageRecord) -> list[ChunkFacts]:
-        """The kept chunks that the page's dropped chunks repeat: their text is the page's."""
-        found = (self.by_id.get(duplicate.duplicate_of) for duplicate in self.dropped_of(page))
-        return [chunk for chunk in found if chunk is not None]
-
-    def dropped_of(self, page: PageRecord) -> list[DuplicateChunk]:
-        """Chunks of the page dropped because an earlier chunk of the run had their text."""
-        target = self.target(page)
-        if target is None:
-            return []
-        urls = {target.url, target.canonical_url}
-        return [duplicate for url in urls for duplicate in self.dropped.get(url, [])]
-
-
-def page_columns(pages: list[PageRecord], index: _PageIndex) -> Columns:
-    """One row per page. Tokens are accounted for with recounted chunk tokens.
-
-    Recounts, not the chunks' declared `token_count`: a wrong count is the chunks suite's
-    finding; here the question is whether the page's text made it into chunks. Chunks
-    dropped as duplicates of another page's chunk still account for their page's text.
-    """
-    columns = _columns(PAGE_COLUMNS)
-    for page in pages:
-        chunks = index.chunks_of(page)
-        target = index.target(page)
-        dropped = index.dropped_of(page)
-        found_tokens = sum(_recount(chunk) for chunk in chunks)
-        dropped_tokens = sum(duplicate.token_count for duplicate in dropped)
-        accounted = found_tokens + dropped_tokens
-        _append(
-            columns,
-            {
-                "url": page.url,
-                "canonical_url": page.canonical_url,
-                "status": page.status,
-                "alias_of": page.alias_of,
-                "alias_target_status": _alias_target_status(page, target),
-                "content_hash": page.content_hash,
-                "tokens_after_cleanup": page.tokens_after_cleanup,
-                "chunk_count": page.chunk_count,
-                "chunks_found": len(chunks),
-                "duplicate_chunks_dropped": len(dropped),
-                "chunk_tokens_found": found_tokens,
-                "dropped_duplicate_tokens": dropped_tokens,
-                "token_gap": accounted - page.tokens_after_cleanup,
-                "token_ratio": (
-                    accounted / page.tokens_after_cleanup if page.tokens_after_cleanup else None
-                ),
-            },
-        )
-    return columns
-
-
-def _alias_target_status(page: PageRecord, target: PageRecord | None) -> str | None:
-    """For an alias page, the status of the page it points at ('missing' if none)."""
-    if page.status != "alias":
-        return None
-    return target.status if target is not None else "missing"
-
-
-def header_columns(pages: list[PageRecord], index: _PageIndex) -> Columns:
-    columns = _columns(HEADER_COLUMNS)
-    covered: dict[int, _Covered] = {}  # by the page whose chunks stand for a page
-    for page in pages:
-        target = index.target(page)
-        key = id(target)
-        if key not in covered:
-            covered[key] = _Covered(index.chunks_of(page), index.repeated_by(page))
-        for heading in page.headings:
-            _append(
-                columns,
-                {
-                    "url": page.url,
-                    "status": page.status,
-                    "level": heading.level,
-                    "heading": heading.text,
-                    "line": heading.line,
-                    "coverage": (
-                        "page_quarantined"
-                        if page.status == "quarantined"
-                        else covered[key].coverage(heading.level, heading.text)
-                    ),
-                },
-            )
-    return columns
-
-
-class _Covered:
-    """What the chunks of one page say about its headings.
-
-    A chunk dropped because an earlier chunk of the run (often on another page) has the
-    same text still covers the heading lines in that text: `repeated` are those earlier
-    chunks. Their headers (h1, h2) are their own page's, so only their lines count.
-    """
-
-    def __init__(self, chunks: list[ChunkFacts], repeated: list[ChunkFacts]) -> None:
-        self.headers = {(1, chunk.h1) for chunk in chunks}
-        self.headers |= {(2, chunk.h2) for chunk in chunks}
-        self.heading_lines = set().union(*(chunk.heading_lines for chunk in chunks + repeated))
-
-    def coverage(self, level: int, text: str) -> str:
-        """'headers', 'text' or 'missing'."""
-        if (level, text) in self.headers:
-            return "headers"
-        return "text" if heading_key(text) in self.heading_lines else "missing"
