@@ -239,21 +239,24 @@ def load(
     """
     require("psycopg", "pgvector", needed_by="firechunk.load")
     from firechunk.db.connect import connection, database_url
-    from firechunk.db.load import load_run
+    from firechunk.db.load import LoadGuards, load_run
     from firechunk.db.runs import published_run
     from firechunk.settings import MAX_SHRINK
 
     data_dir, run_id = _run_of(Path(run))
     chosen = published_run(data_dir, run_id, collection)
     built = _embedder(embedder, embedder_options)
+    guards = LoadGuards(
+        allow_shrink=allow_shrink,
+        max_shrink=MAX_SHRINK if max_shrink is None else max_shrink,
+        force_older=force_older,
+    )
     with connection(database_url(db), data_dir) as conn:
         return load_run(
             conn,
             chosen,
             built,
-            allow_shrink=allow_shrink,
-            max_shrink=MAX_SHRINK if max_shrink is None else max_shrink,
-            force_older=force_older,
+            guards=guards,
             only_if_latest=run_id == "latest",
             say=say,
         )

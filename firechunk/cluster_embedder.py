@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from firechunk.embedders import Embedder, Progress, local_embedder
+from firechunk.embedders import Embedder, Progress, local_embedder, rows_in_order
 from firechunk.run.executors import dask_client
 
 # Texts per part sent to a worker: enough that a part's model run outweighs its trip, few
@@ -56,17 +56,9 @@ class ClusterEmbedder:
             list(texts[start : start + self.part_texts])
             for start in range(0, len(texts), self.part_texts)
         ]
-        results: list[np.ndarray] = [np.empty(0)] * len(parts)
-        done = 0
         with dask_client(self.address, self.workers) as client:
             futures = client.map(_embed_on_worker, parts, pure=False)
-            place = {future.key: n for n, future in enumerate(futures)}
-            for future in as_completed(futures):
-                n = place[future.key]
-                results[n] = future.result()
-                done += len(parts[n])
-                if progress is not None:
-                    progress(done)
+            results = rows_in_order(futures, as_completed, progress)
         return np.concatenate(results)
 
 

@@ -40,10 +40,10 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import numpy as np
@@ -90,6 +90,35 @@ def _normalised(rows: np.ndarray) -> np.ndarray:
 def whole_chunk(heading: str, text: str) -> list[str]:
     """The one text a model that reads a whole chunk embeds: the heading line, then the text."""
     return [f"{heading}\n\n{text}" if heading else text]
+
+
+class Pending(Protocol):
+    """A future of embedded rows, of either kind a batch runs as: a thread's
+    (`concurrent.futures`) or a Dask cluster's (`distributed`); each is its own dict key."""
+
+    def result(self) -> np.ndarray: ...
+
+
+_Future = TypeVar("_Future", bound=Pending)
+
+
+def rows_in_order(
+    futures: Sequence[_Future],
+    completed: Callable[[Sequence[_Future]], Iterable[_Future]],
+    progress: Progress | None,
+    done: int = 0,
+) -> list[np.ndarray]:
+    """Each future's rows at its place among `futures`, whichever finishes first, and
+    `progress` told the texts done so far as each one does (`done`: those before them).
+    `completed` is the futures' own library's `as_completed`."""
+    place = {future: n for n, future in enumerate(futures)}
+    results: list[np.ndarray] = [np.empty(0)] * len(futures)
+    for future in completed(futures):
+        rows = results[place[future]] = future.result()
+        done += len(rows)  # a row for each text
+        if progress is not None:
+            progress(done)
+    return results
 
 
 def _check_texts(texts: Sequence[str]) -> None:
@@ -540,23 +569,14 @@ class OpenAIEmbedder:
         cancels the batches not started and is raised."""
         if not batches:
             return []
-        results: list[np.ndarray] = [np.empty(0)] * len(batches)
         with ThreadPoolExecutor(min(self.concurrency, len(batches))) as pool:
-            futures = {
-                pool.submit(self._batch, client, batch): n for n, batch in enumerate(batches)
-            }
+            futures = [pool.submit(self._batch, client, batch) for batch in batches]
             try:
-                for future in as_completed(futures):
-                    n = futures[future]
-                    results[n] = future.result()
-                    done += len(batches[n])
-                    if progress is not None:
-                        progress(done)
+                return rows_in_order(futures, as_completed, progress, done)
             except BaseException:
                 for future in futures:
                     future.cancel()
                 raise
-        return results
 
     def _batch(self, client: httpx.Client, texts: list[str]) -> np.ndarray:
         """One batch, with retries; every failure becomes an EmbedderError."""

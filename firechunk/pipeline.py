@@ -266,7 +266,7 @@ def load(request: Request, run_id: str, secrets: Secrets, listener: Listener) ->
     newer run was published meanwhile (that run's own load brings it in)."""
     from firechunk.db.connect import DB_URL_ENV, connection
     from firechunk.db.failures import redact
-    from firechunk.db.load import LoadSuperseded, load_run
+    from firechunk.db.load import LoadGuards, LoadSuperseded, load_run
     from firechunk.db.runs import published_run
     from firechunk.embedders import OPENAI_KEY_ENV, make_embedder
 
@@ -291,7 +291,7 @@ def load(request: Request, run_id: str, secrets: Secrets, listener: Listener) ->
                 conn,
                 run,
                 embedder,
-                allow_shrink=request.run.allow_shrink,
+                guards=LoadGuards(allow_shrink=request.run.allow_shrink),
                 only_if_latest=True,
                 say=lambda message: listener.say(redact(message)),
                 progress=lambda done, total: listener.progress("load", done, total),

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from firechunk.cli import app
 from firechunk.db.connect import connect
-from firechunk.db.load import LoadRefused, LoadSuperseded, load_run
+from firechunk.db.load import LoadGuards, LoadRefused, LoadSuperseded, load_run
 from firechunk.db.rename import rename_in_database
 from firechunk.db.runs import MAX_FIELD_CHARS, published_run
 from firechunk.db.schema import _MIGRATIONS, SIZES, SIZES_FROM_CHUNKS, TERMS, TERMS_FROM_CHUNKS
@@ -45,11 +45,15 @@ def publish(
     return data_dir
 
 
-def load(url, data_dir, run_id, embedder, collection=None, **options):
+def load(url, data_dir, run_id, embedder, collection=None, only_if_latest=False, **allowed):
+    """`allowed`: the `LoadGuards` fields (allow_shrink, max_shrink, force_older)."""
     with connect(url, data_dir) as conn:
         conn.autocommit = True
         run = published_run(data_dir, run_id, collection)
-        return load_run(conn, run, embedder, say=lambda _: None, **options)
+        guards = LoadGuards(**allowed)
+        return load_run(
+            conn, run, embedder, guards=guards, only_if_latest=only_if_latest, say=lambda _: None
+        )
 
 
 def rows(url: str, data_dir: Path, collection: str | None = None) -> dict[str, str]:

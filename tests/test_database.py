@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from firechunk.cli import app
 from firechunk.db.connect import connect
-from firechunk.db.load import LoadRefused, load_run
+from firechunk.db.load import LoadGuards, LoadRefused, load_run
 from firechunk.db.runs import RunNotLoadable, published_run
 from firechunk.db.schema import CHUNKS_COLUMNS, has_tables, migrate
 from firechunk.db.search import search
@@ -106,11 +106,12 @@ def run_texts(data_dir: Path, run_id: str) -> dict[str, str]:
     return {c.chunk_id: c.text for c in published_run(data_dir, run_id).chunks}
 
 
-def load(url, data_dir, run_id, embedder, collection=None, **options):
+def load(url, data_dir, run_id, embedder, collection=None, **allowed):
+    """`allowed`: the `LoadGuards` fields (allow_shrink, max_shrink, force_older)."""
     with connect(url, data_dir) as conn:
         conn.autocommit = True
         run = published_run(data_dir, run_id, collection)
-        return load_run(conn, run, embedder, say=lambda _: None, **options)
+        return load_run(conn, run, embedder, guards=LoadGuards(**allowed), say=lambda _: None)
 
 
 def test_first_load_then_the_same_run_again_changes_and_embeds_nothing(db, runs, model):

@@ -210,10 +210,10 @@ def test_the_shrink_guards_and_their_help_take_the_one_threshold():
     from typer.main import get_command
 
     from firechunk.cli import app
-    from firechunk.db.load import load_run
+    from firechunk.db.load import LoadGuards
     from firechunk.run import stages
 
-    assert inspect.signature(load_run).parameters["max_shrink"].default == MAX_SHRINK
+    assert LoadGuards().max_shrink == MAX_SHRINK
     options = {option.name: option for option in get_command(app).commands["load"].params}
     assert options["max_shrink"].default == MAX_SHRINK
     assert stages.MAX_SHRINK is MAX_SHRINK

@@ -588,6 +588,22 @@ def test_openai_wrong_count_or_length():
         client(server, dimensions=5).embed(TEXTS[:1])
 
 
+def test_rows_come_back_in_input_order_whichever_future_finishes_first():
+    """The one loop both concurrent embedders run (threads for openai, Dask for the
+    cluster): each future's rows at its place, progress counted in texts."""
+    from concurrent.futures import Future
+
+    futures: list[Future[np.ndarray]] = []
+    for n in range(3):
+        future: Future[np.ndarray] = Future()
+        future.set_result(np.full((n + 1, 2), n, dtype=np.float32))
+        futures.append(future)
+    seen: list[int] = []
+    rows = embedders.rows_in_order(futures, lambda each: reversed(each), seen.append, done=5)
+    assert [part[0, 0] for part in rows] == [0, 1, 2] and [len(part) for part in rows] == [1, 2, 3]
+    assert seen == [8, 10, 11]
+
+
 def test_openai_sends_batches_concurrently_and_keeps_their_order():
     """Batches with 0.5 s of latency each: `concurrency` of them in flight at once
     (the first alone when the vectors' length is not known yet), the rows in input order."""

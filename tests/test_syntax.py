@@ -7,10 +7,12 @@ import pytest
 
 from firechunk.chunker.syntax import (
     MAYBE_FENCE,
+    MAYBE_HEADING_OR_FENCE,
     closes_fence,
     closes_fence_flush,
     is_atx_heading,
     is_setext_underline,
+    maybe_lines,
     opening_fence,
 )
 
@@ -51,11 +53,20 @@ def test_closing_fences_and_the_flush_test_overlap_reads_code_with(line, fence, 
 
 def test_the_fence_pre_filter_finds_every_fence_line():
     lines = ["text", "```sh", "  ```", "\t```", "   ~~~~", "~~~ x`y", "``` x`y", "more `` text"]
-    text = "\n" + "\n".join(lines)
-    found = {text.count("\n", 0, match.start() + 1) - 1 for match in MAYBE_FENCE.finditer(text)}
+    found = maybe_lines(MAYBE_FENCE, lines)
     for row, line in enumerate(lines):
         if opening_fence(line) or closes_fence(line, "```") or closes_fence(line, "~~~"):
             assert row in found, line
+    assert found == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_heading_and_fence_pre_filter_finds_every_heading_and_fence_line():
+    lines = ["# Title", "text", "Setext", "===", "  ---  ", "```sh", "#hashtag", "a # b", "=-="]
+    found = maybe_lines(MAYBE_HEADING_OR_FENCE, lines)
+    for row, line in enumerate(lines):
+        if opening_fence(line) or is_atx_heading(line) or is_setext_underline(line):
+            assert row in found, line
+    assert found == [0, 3, 4, 5, 6]
 
 
 @pytest.mark.parametrize(

@@ -32,3 +32,20 @@ def test_the_time_left_is_the_rate_so_far_applied_to_the_rest():
     assert time_left(3600.0, 100, 400) == "about 3.0 h left"
     assert time_left(12.4, 400, 400) == "done in 12 s"
     assert time_left(0.0, 0, 400) == "time left unknown"
+
+
+def test_the_commands_progress_bar_says_the_time_left_in_these_words():
+    """`firechunk load`'s bar and the flow's log estimate the time left one way."""
+    from rich.progress import ProgressColumn
+
+    from firechunk.commands.console import progress_bar
+
+    bar = progress_bar()
+    task_id = bar.add_task("embedding", total=400, completed=100)
+    task = bar.tasks[0]
+    task.start_time, task.stop_time = 0.0, 10.0  # 10 s so far, a quarter done
+    column = bar.columns[-1]
+    assert isinstance(column, ProgressColumn)
+    assert str(column.render(task)) == time_left(10.0, 100, 400) == "about 30 s left"
+    bar.update(task_id, completed=400)
+    assert str(column.render(task)) == time_left(10.0, 400, 400) == "done in 10 s"

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from firechunk import Chunk
 from firechunk.chunker.headings import heading_key, heading_text
 from firechunk.chunker.syntax import (
+    MAYBE_HEADING_OR_FENCE,
     closes_fence,
     is_atx_heading,
     is_setext_underline,
+    maybe_lines,
     opening_fence,
 )
 
@@ -98,7 +100,7 @@ def _headings(text: str) -> Iterator[Heading]:
     """The ATX and setext headings outside fenced code, as the chunker reads headings."""
     lines = _LINE_BREAK.split(text)
     fence: str | None = None
-    for number in _maybe_heading_or_fence(lines):
+    for number in maybe_lines(MAYBE_HEADING_OR_FENCE, lines):
         line = lines[number]
         if fence is not None:
             fence = None if closes_fence(line, fence) else fence
@@ -111,21 +113,6 @@ def _headings(text: str) -> Iterator[Heading]:
             if not (opening_fence(title) or is_atx_heading(title)):
                 level = 1 if underline.group(1)[0] == "=" else 2
                 yield Heading(number, level, heading_key(heading_text(title)))
-
-
-# Lines that may open or close fenced code, be an ATX heading or underline a setext one: a
-# superset the line tests above decide on, found in the whole text at once.
-_MAYBE = re.compile(r"^[^\S\n]*(?:```|~~~|#|=+[^\S\n]*$|-+[^\S\n]*$)", re.M)
-
-
-def _maybe_heading_or_fence(lines: list[str]) -> Iterator[int]:
-    """The 0-based numbers of the lines `_MAYBE` finds."""
-    joined = "\n".join(lines)
-    line = position = 0
-    for match in _MAYBE.finditer(joined):
-        line += joined.count("\n", position, match.start())
-        position = match.start()
-        yield line
 
 
 def _first_words_at(chunk_text: str, source: str, start: int, end: int) -> int | None:

@@ -40,7 +40,7 @@ from mistletoe.block_tokenizer import FileWrapper
 
 from firechunk.chunker.headings import heading_text
 from firechunk.chunker.sizer import Sizer
-from firechunk.chunker.syntax import MAYBE_FENCE, closes_fence, opening_fence
+from firechunk.chunker.syntax import MAYBE_FENCE, closes_fence, maybe_lines, opening_fence
 
 HEADING, PARAGRAPH, CODE, TABLE, LIST, QUOTE, RULE, OTHER = (
     "heading",
@@ -434,7 +434,7 @@ def _skeleton(lines: list[str]) -> tuple[list[str], list[int]]:
     rows: list[int] = []
     fence: str | None = None
     kept_from = 0  # first line of the stretch outside fenced code being collected
-    for row in _maybe_fences(lines):
+    for row in maybe_lines(MAYBE_FENCE, lines):
         if fence is None:
             fence = opening_fence(lines[row])
             if fence:
@@ -445,17 +445,6 @@ def _skeleton(lines: list[str]) -> tuple[list[str], list[int]]:
     if fence is None:
         rows.extend(range(kept_from, len(lines)))
     return [lines[row] + "\n" for row in rows], rows
-
-
-def _maybe_fences(lines: list[str]) -> list[int]:
-    """Indices of the lines that may open or close fenced code, found in one regex pass."""
-    text = "\n" + "\n".join(lines)
-    found, line, position = [], -1, 0  # line index = newlines before its start, minus 1
-    for match in MAYBE_FENCE.finditer(text):
-        line += text.count("\n", position, match.start() + 1)
-        position = match.start() + 1
-        found.append(line)
-    return found
 
 
 def _trim_blank_tail(lines: list[str], start: int, end: int) -> int:

@@ -75,3 +75,27 @@ SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)[^\S\n]*")
 # regex would cost more than the test.
 is_atx_heading = ATX_MARK.match
 is_setext_underline = SETEXT_UNDERLINE.fullmatch  # the line underlines the one above
+
+# The pre-filter of the heading tests and the fence tests together, for a pass that reads
+# both (the adapters' heading levels): `MAYBE_FENCE`, or the newline before a line that
+# starts with "#" after any blanks, or holds only "=" or only "-" and blanks. Looser than
+# `is_atx_heading` and `is_setext_underline` (any indentation, any number of marks).
+MAYBE_HEADING_OR_FENCE = re.compile(
+    MAYBE_FENCE.pattern + r"|\n[^\S\n]*(?:#|(?:=+|-+)[^\S\n]*$)", re.M
+)
+
+
+# -- Pre-filtered lines ---------------------------------------------------------------
+
+
+def maybe_lines(pre_filter: re.Pattern[str], lines: list[str]) -> list[int]:
+    """The 0-based numbers of the lines a pre-filter finds (it matches from the newline
+    before a line), in one regex pass over the lines joined: the exact tests then run on
+    these lines only."""
+    text = "\n" + "\n".join(lines)
+    found, line, position = [], -1, 0  # line number = newlines before its start, minus 1
+    for match in pre_filter.finditer(text):
+        line += text.count("\n", position, match.start() + 1)
+        position = match.start() + 1
+        found.append(line)
+    return found

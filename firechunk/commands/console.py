@@ -33,22 +33,34 @@ def console() -> Console:
 
 def progress_bar() -> Progress:
     """The commands' one progress bar: what it counts, done of total, the time so far and
-    the time left at the pace so far (a first load's embedding takes minutes to hours)."""
+    the time left at the pace so far (a first load's embedding takes minutes to hours),
+    said as the flow's log says it (`firechunk.words.time_left`)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        ProgressColumn,
+        Task,
         TextColumn,
         TimeElapsedColumn,
-        TimeRemainingColumn,
     )
+    from rich.text import Text
+
+    from firechunk.words import time_left
+
+    class TimeLeftColumn(ProgressColumn):
+        max_refresh = 0.5  # an estimate redrawn on every update would jitter
+
+        def render(self, task: Task) -> Text:
+            left = time_left(task.elapsed or 0.0, int(task.completed), int(task.total or 0))
+            return Text(left, style="progress.remaining")
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        TimeLeftColumn(),
         console=console(),
         transient=False,
     )

@@ -109,21 +109,15 @@ def load(
 ) -> None:
     """Make a collection of the database hold exactly one published run: diff, embed what
     is new, apply in one transaction. A second load of the same run changes nothing."""
-    from firechunk.db.load import load_run, preview_load
+    from firechunk.db.load import LoadGuards, load_run, preview_load
     from firechunk.db.runs import published_run
 
     chosen = published_run(data_dir, run, collection)
     built = _embedder(database)
+    guards = LoadGuards(allow_shrink=allow_shrink, max_shrink=max_shrink, force_older=force_older)
     if dry_run:
         with _connection(db, data_dir) as conn:
-            preview = preview_load(
-                conn,
-                chosen,
-                built,
-                allow_shrink=allow_shrink,
-                max_shrink=max_shrink,
-                force_older=force_older,
-            )
+            preview = preview_load(conn, chosen, built, guards=guards)
         typer.echo(json_text(dataclasses.asdict(preview)) if as_json else describe_preview(preview))
         return
     with _connection(db, data_dir) as conn, _progress_bar() as progress:
@@ -131,9 +125,7 @@ def load(
             conn,
             chosen,
             built,
-            allow_shrink=allow_shrink,
-            max_shrink=max_shrink,
-            force_older=force_older,
+            guards=guards,
             only_if_latest=run == "latest",
             say=_console().print,
             progress=progress,

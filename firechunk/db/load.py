@@ -16,7 +16,8 @@ doc sets) are never touched, and may hold the same chunks.
 
 Chunks are embedded before that transaction opens, so it stays short. A crash or kill
 anywhere before the commit leaves the database at the run it held; a second load of the
-same run finds nothing to change. Refused, with nothing changed:
+same run finds nothing to change. Refused, with nothing changed (`LoadGuards` says what
+the operator allows):
 
 - a run older than the one the collection holds (a stale load racing a fresh one), unless
   `force_older`; with `only_if_latest`, a run its data directory no longer calls `latest`;
@@ -103,14 +104,23 @@ class _Plan:
     reembed: set[str]  # ids of updated rows whose embedded text changed
 
 
+@dataclass(frozen=True)
+class LoadGuards:
+    """What the operator lets a load do that it refuses by default (see the module doc):
+    shrink its collection by more than `max_shrink` (`allow_shrink`), or take it back to
+    an older run (`force_older`). One value, so a load and its preview refuse alike."""
+
+    allow_shrink: bool = False
+    max_shrink: float = MAX_SHRINK
+    force_older: bool = False
+
+
 def load_run(
     conn: psycopg.Connection,
     run: PublishedRun,
     embedder: Embedder,
     *,
-    allow_shrink: bool = False,
-    max_shrink: float = MAX_SHRINK,
-    force_older: bool = False,
+    guards: LoadGuards = LoadGuards(),
     only_if_latest: bool = False,
     say: Callable[[str], None] = print,
     progress: Callable[[int, int], None] | None = None,
@@ -127,7 +137,7 @@ def load_run(
     started = time.perf_counter()
     with doing("load", "reading the database", lambda: "the database is as it was"):
         dimensions = embedder_dimensions(embedder)
-        guard = _Guard(run, allow_shrink, max_shrink, force_older, only_if_latest)
+        guard = _Guard(run, guards, only_if_latest)
         with conn.transaction():
             conn.execute(_SCHEMA_LOCK)
             migrate(conn, dimensions)
@@ -209,14 +219,12 @@ def preview_load(
     run: PublishedRun,
     embedder: Embedder,
     *,
-    allow_shrink: bool = False,
-    max_shrink: float = MAX_SHRINK,
-    force_older: bool = False,
+    guards: LoadGuards = LoadGuards(),
 ) -> LoadPreview:
     """What `load_run` would insert, update, delete and embed, and about how long the
     embedding takes (a first load runs for minutes to hours): the diff is the load's own,
     the pace is a sample's. Reads the database only; embeds the sample and no more."""
-    guard = _Guard(run, allow_shrink, max_shrink, force_older, only_if_latest=False)
+    guard = _Guard(run, guards, only_if_latest=False)
     previous = _sync_row(conn, run.collection) if has_tables(conn) else None
     held = _held(conn, run.collection) if previous is not None else {}
     refused = None
@@ -273,14 +281,12 @@ class _Guard:
     just before it commits."""
 
     run: PublishedRun
-    allow_shrink: bool
-    max_shrink: float
-    force_older: bool
+    guards: LoadGuards
     only_if_latest: bool
 
     def check_order(self, held: tuple | None) -> None:
         """A run older than the one the collection holds is refused unless forced."""
-        if held is None or held[0] == self.run.run_id or self.force_older:
+        if held is None or held[0] == self.run.run_id or self.guards.force_older:
             return
         held_started = held[3]
         if held_started is None or held_started <= self.run.started:
@@ -303,12 +309,13 @@ class _Guard:
     def check_shrink(self, plan: _Plan, held: dict) -> None:
         """Net shrink: chunks deleted minus chunks added, against what the collection holds."""
         lost = len(plan.delete) - len(plan.insert)
-        if self.allow_shrink or not held or lost <= self.max_shrink * len(held):
+        max_shrink = self.guards.max_shrink
+        if self.guards.allow_shrink or not held or lost <= max_shrink * len(held):
             return
         raise LoadRefused(
             f"this load would shrink {self.run.collection} by {lost} of its {len(held)} "
             f"chunks ({lost / len(held):.0%}: {len(plan.delete)} deleted, "
-            f"{len(plan.insert)} added), more than {self.max_shrink:.0%}; nothing was "
+            f"{len(plan.insert)} added), more than {max_shrink:.0%}; nothing was "
             "changed. If the site really shrank, load again with --allow-shrink."
         )
 
