@@ -101,11 +101,9 @@ class TableBuilder:
 
     def __init__(self) -> None:
         self._chunks: Columns = {name: [] for name in [*_FACT_COLUMNS, "prev_chunk_id"]}
-        self._page_of: dict[str, str] = {}  # chunk id -> its page's URL
-        self._lines_of: dict[str, tuple[str, ...]] = {}  # chunk id -> its heading lines
-        self._found: dict[str, list[int]] = {}  # URL -> [chunks, recounted tokens]
-        self._named: dict[str, set[tuple[int, str | None]]] = {}  # URL -> (level, header)
-        self._lines: dict[str, set[str]] = {}  # URL -> heading lines of its chunks
+        self._heading_lines: list[tuple[str, ...]] = []  # of each chunk row
+        self._row_of: dict[str, int] = {}  # chunk id -> its row
+        self._rows_at: dict[str, list[int]] = {}  # URL -> the rows of the chunks there
         self._dropped: dict[str, list[DuplicateChunk]] = {}  # URL -> chunks dropped there
         self._pages: list[_Page] = []
         self._headings: Columns = {name: [] for name in ["page", *HEADER_COLUMNS[:5]]}
@@ -116,18 +114,15 @@ class TableBuilder:
                 raise ValueError(
                     f"chunk {chunk.chunk_id} was not recounted: the run has no validation facts"
                 )
+            row = len(self._heading_lines)
             for leaf in CHECKED_FIELDS:
                 self._chunks[leaf.key].append(getattr(chunk, leaf.name))
             self._chunks["token_recount"].append(chunk.token_recount)
             self._chunks["text_hash"].append(chunk.text_hash)
             self._chunks["prev_chunk_id"].append(chunk.prev_chunk_id)
-            self._page_of[chunk.chunk_id] = chunk.source_url
-            self._lines_of[chunk.chunk_id] = chunk.heading_lines
-            found = self._found.setdefault(chunk.source_url, [0, 0])
-            found[0] += 1
-            found[1] += chunk.token_recount
-            self._named.setdefault(chunk.source_url, set()).update(((1, chunk.h1), (2, chunk.h2)))
-            self._lines.setdefault(chunk.source_url, set()).update(chunk.heading_lines)
+            self._heading_lines.append(chunk.heading_lines)
+            self._row_of[chunk.chunk_id] = row
+            self._rows_at.setdefault(chunk.source_url, []).append(row)
 
     def add_page(self, page: PageRecord) -> None:
         number = len(self._pages)
@@ -166,9 +161,11 @@ class TableBuilder:
     def _chunk_columns(self) -> Columns:
         columns = {name: values for name, values in self._chunks.items()}
         prev_ids = columns.pop("prev_chunk_id")
+        urls = columns["sourceUrl"]
+        page_of = {chunk_id: urls[row] for chunk_id, row in self._row_of.items()}
         columns["prev_chunk_link"] = [
-            prev_chunk_link(prev_id, url, self._page_of)
-            for prev_id, url in zip(prev_ids, columns["sourceUrl"], strict=True)
+            prev_chunk_link(prev_id, url, page_of)
+            for prev_id, url in zip(prev_ids, urls, strict=True)
         ]
         return columns
 
@@ -202,11 +199,12 @@ class TableBuilder:
         text.
         """
         columns: Columns = {name: [] for name in PAGE_COLUMNS}
+        recounts = self._chunks["token_recount"]
         for page, target in zip(self._pages, targets, strict=True):
             urls = self._urls(target)
-            found = [self._found.get(url, [0, 0]) for url in urls]
+            rows = [row for url in urls for row in self._rows_at.get(url, [])]
             dropped = [d for url in urls for d in self._dropped.get(url, [])]
-            found_tokens = sum(tokens for _, tokens in found)
+            found_tokens = sum(recounts[row] for row in rows)
             dropped_tokens = sum(duplicate.token_count for duplicate in dropped)
             accounted = found_tokens + dropped_tokens
             tokens = page.tokens_after_cleanup
@@ -219,7 +217,7 @@ class TableBuilder:
                 "content_hash": page.content_hash,
                 "tokens_after_cleanup": tokens,
                 "chunk_count": page.chunk_count,
-                "chunks_found": sum(count for count, _ in found),
+                "chunks_found": len(rows),
                 "duplicate_chunks_dropped": len(dropped),
                 "chunk_tokens_found": found_tokens,
                 "dropped_duplicate_tokens": dropped_tokens,
@@ -260,13 +258,17 @@ class TableBuilder:
     def _covered(self, target: _Page | None) -> tuple[set, set[str]]:
         """The (level, header) pairs of the chunks at `target`'s URLs, and the heading lines
         of those chunks and of the chunks its dropped chunks repeat."""
-        named: set = set()
-        lines: set[str] = set()
-        for url in self._urls(target):
-            named |= self._named.get(url, set())
-            lines |= self._lines.get(url, set())
-            for duplicate in self._dropped.get(url, []):
-                lines.update(self._lines_of.get(duplicate.duplicate_of, ()))
+        urls = self._urls(target)
+        rows = [row for url in urls for row in self._rows_at.get(url, [])]
+        h1, h2 = self._chunks["h1"], self._chunks["h2"]
+        named = {(1, h1[row]) for row in rows} | {(2, h2[row]) for row in rows}
+        repeated = [
+            self._row_of[duplicate.duplicate_of]
+            for url in urls
+            for duplicate in self._dropped.get(url, [])
+            if duplicate.duplicate_of in self._row_of
+        ]
+        lines = set().union(*(self._heading_lines[row] for row in rows + repeated))
         return named, lines
 
 
