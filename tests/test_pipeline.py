@@ -89,14 +89,15 @@ def test_chunks_carry_the_canonical_url():
 def test_the_plan_marks_a_page_served_at_other_urls_too():
     """Identical markdown at two URLs is one page (a single-page app) whose URLs name its
     sections; the same URL crawled twice is not."""
-    inputs = [
-        PageInput(0, f"{BASE}/insert", "t", guide(1)),
-        PageInput(1, f"{BASE}/upsert", "t", guide(1)),
-        PageInput(2, f"{BASE}/auth", "t", guide(2)),
-        PageInput(3, f"{BASE}/auth/", "t", guide(2)),
-    ]
-    planned = plan.plan_pages(inputs)
-    assert [(p.index, p.many_urls) for p in planned.to_chunk] == [(0, True), (2, False)]
+    pages = crawl(
+        page(guide(1), url=f"{BASE}/insert"),
+        page(guide(1), url=f"{BASE}/upsert"),
+        page(guide(2), url=f"{BASE}/auth"),
+        page(guide(2), url=f"{BASE}/auth/"),
+    ).data
+    planned = plan.plan_crawl(pages)
+    inputs = plan.page_inputs(pages, planned, planned.to_chunk)
+    assert [(p.index, p.many_urls) for p in inputs] == [(0, True), (2, False)]
 
 
 def test_identical_pages_are_chunked_once_with_the_other_urls_as_aliases():
@@ -234,7 +235,7 @@ def test_batches_are_two_per_worker_unless_that_makes_them_too_large(
     monkeypatch, pages, size, workers, expected
 ):
     inputs = [PageInput(i, f"u{i}", "t", "x" * size) for i in range(pages)]
-    batches = list(plan.make_batches(inputs, workers))
+    batches = list(plan.make_batches(iter(inputs), workers, plan.characters(inputs)))
     assert len(batches) == expected
     assert [page for batch in batches for page in batch] == inputs
     assert max(sum(len(p.markdown) for p in batch) for batch in batches) <= 8_000_000
