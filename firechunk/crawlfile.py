@@ -10,10 +10,12 @@ quarantines the pages that contain them.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import ijson
 import orjson
@@ -82,7 +84,7 @@ def _streamed_items(path: Path, fields: dict[str, object]) -> Iterator[object]:
     is found)."""
     with path.open("rb") as file:
         try:
-            yield from _items(path, ijson.parse(file, use_float=True), fields)
+            yield from _items(path, ijson.parse(_Utf8Repaired(file), use_float=True), fields)
         except ijson.JSONError as error:
             reason = str(error.args[0] if error.args else error).strip().splitlines()[0]
             raise CrawlFileError(f"{path}: not JSON ({reason})") from None
@@ -163,26 +165,43 @@ _BLOCK = 1 << 20
 
 
 def _needs_whole_read(path: Path) -> bool:
-    """Whether the file holds what the streaming parser reads wrongly: bytes that are not
-    UTF-8 (it stops there) or half a surrogate pair escaped (it reads "?", where the page
-    model makes it U+FFFD). Such a file is rare, and read whole (`_whole_file_items`).
-    A pair cut by the end of a block reads as half a pair: the file is then read whole."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
+    """Whether the file escapes half a surrogate pair, which the streaming parser reads as
+    "?" where the page model makes it U+FFFD. Such a file is rare, and read whole
+    (`_whole_file_items`). A pair cut by the end of a block reads as half a pair: the file
+    is then read whole too."""
     tail = b""
     with path.open("rb") as file:
         while block := file.read(_BLOCK):
-            try:
-                decoder.decode(block)
-            except UnicodeDecodeError:
-                return True
             if _LONE_SURROGATE_ESCAPE.search(tail + block):
                 return True
             tail = block[-12:]
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return True
     return False
+
+
+class _Utf8Repaired:
+    """A binary file whose bytes that are not UTF-8 read as U+FFFD: ijson stops at them."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def read(self, size: int = -1) -> bytes:
+        while True:
+            block = self._file.read(size)
+            text = self._decoder.decode(block, final=not block)
+            if text or not block:
+                return text.encode("utf-8")
+
+
+def source_urls(path: Path) -> Iterator[str]:
+    """The `sourceURL` of each page written as a string, read without the pages: all that
+    naming a crawl's collection needs (`firechunk.run.collection`). A file that is not JSON
+    stops the URLs there: reading it as a crawl says what is wrong with it."""
+    at = {f"{_DATA}.item.metadata.sourceURL", "item.metadata.sourceURL"}
+    with Path(path).open("rb") as file, contextlib.suppress(ijson.JSONError):
+        for prefix, event, value in ijson.parse(_Utf8Repaired(file)):
+            if event == "string" and prefix in at:
+                yield value
 
 
 def _page(path: Path, index: int, item: object) -> CrawledPage:
@@ -266,9 +285,8 @@ def _check_markdown(path: Path, pages: int, missing: int) -> None:
 
 
 def _parse(raw: bytes, path: Path) -> object:
-    """The file's JSON, read whole. orjson reads the bytes as they are; a file it refuses,
-    for bytes that are not UTF-8 or a lone surrogate escape, is decoded leniently and read
-    again."""
+    """The file's JSON, read whole. orjson reads the bytes as they are; a file it refuses
+    (for a lone surrogate escape) is decoded leniently and read again."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
