@@ -40,6 +40,12 @@ def read_crawl(path: Path, *, allow_partial: bool = True) -> CrawlResult:
     return reader.summary.model_copy(update={"data": pages})
 
 
+def check_crawl(path: Path, *, allow_partial: bool = True) -> int:
+    """The number of pages of the crawl at `path`, once each is read and checked as
+    `read_crawl` checks it, a page at a time: a command's check before a run starts."""
+    return sum(1 for _ in CrawlReader(path, allow_partial=allow_partial))
+
+
 class CrawlReader:
     """A crawl file's pages, one validated `CrawledPage` at a time in crawl order, holding
     neither the file nor the pages already read. Each iteration reads the file again.
