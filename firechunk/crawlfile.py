@@ -161,12 +161,7 @@ def _whole_file_items(path: Path, fields: dict[str, object]) -> Iterator[object]
     yield from pages
 
 
-# Half of a surrogate pair, escaped: a high one not followed by a low one, or a low one not
-# preceded by a high one.
-_LONE_SURROGATE_ESCAPE = re.compile(
-    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
-    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _BLOCK = 1 << 20
 
 
@@ -175,13 +170,29 @@ def _needs_whole_read(path: Path) -> bool:
     "?" where the page model makes it U+FFFD. Such a file is rare, and read whole
     (`_whole_file_items`). A pair cut by the end of a block reads as half a pair: the file
     is then read whole too."""
-    tail = b""
+    tail = b""  # the end of the block before: an escape cut in two is whole here
     with path.open("rb") as file:
         while block := file.read(_BLOCK):
-            if _LONE_SURROGATE_ESCAPE.search(tail + block):
+            if _half_a_pair(tail + block):
                 return True
-            tail = block[-12:]
+            tail = block[-5:]
     return False
+
+
+def _half_a_pair(text: bytes) -> bool:
+    """Whether `text` escapes a high surrogate not followed at once by a low one, or a low
+    one not preceded by a high one."""
+    high_ends = -1  # where the high surrogate before ends, awaiting its low one
+    for escape in _SURROGATE_ESCAPE.finditer(text):
+        if escape.group()[3:4] in b"89abAB":
+            if high_ends >= 0:
+                return True
+            high_ends = escape.end()
+        elif escape.start() != high_ends:
+            return True
+        else:
+            high_ends = -1
+    return high_ends >= 0
 
 
 class _Utf8Repaired:
