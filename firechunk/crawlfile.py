@@ -124,8 +124,9 @@ def _items(
         elif event in _CLOSE:
             depth -= 1
         if builder is None:
-            if prefix == "":
-                key = value if event == "map_key" else key  # type: ignore[assignment]
+            if prefix == "":  # the document's own keys, and its end
+                if event == "map_key":
+                    key = str(value)
                 continue
             if prefix == _DATA and key == _DATA:
                 if event not in ("start_array", "end_array"):
