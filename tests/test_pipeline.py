@@ -265,6 +265,7 @@ class CountedBatches:
     ("executor", "bound"),
     [
         (executors.in_process, 1),
+        (executors.process_pool(1), 2),  # the first two taken: is there more than one?
         (executors.process_pool(2), executors.QUEUED_PER_WORKER * 2),
         (executors.process_pool(3), executors.QUEUED_PER_WORKER * 3),
     ],

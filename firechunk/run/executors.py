@@ -150,10 +150,11 @@ def process_pool(workers: int) -> Executor:
     def run(
         batches: Iterable[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
     ) -> Iterator[list[PackedOutcome]]:
-        batches = iter(batches)
-        first = list(itertools.islice(batches, 2))
+        rest = iter(batches)
+        first = list(itertools.islice(rest, 2))
+        batches = itertools.chain(first, rest)
         if workers <= 1 or len(first) <= 1:
-            yield from in_process(first, encoding, options)
+            yield from in_process(batches, encoding, options)
             return
         if isinstance(encoding, str):
             get_encoding(encoding)  # loaded once here, inherited by forked workers
@@ -162,8 +163,7 @@ def process_pool(workers: int) -> Executor:
             workers - 1, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
         ) as pool:
             try:
-                everything = itertools.chain(first, batches)
-                yield from _shared(pool, everything, workers, encoding, options)
+                yield from _shared(pool, batches, workers, encoding, options)
             except BaseException:
                 kill_workers(pool)
                 raise
