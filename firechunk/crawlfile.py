@@ -20,11 +20,11 @@ from typing import BinaryIO
 import ijson
 import orjson
 from ijson.common import ObjectBuilder
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from firechunk.atomic import write_json
 from firechunk.layout import RawCrawl
-from firechunk.schemas.page import CrawledPage, CrawlResult
+from firechunk.schemas.page import CrawledPage, CrawlResult, CrawlText
 
 
 class CrawlFileError(ValueError):
@@ -66,9 +66,8 @@ class CrawlReader:
     def __iter__(self) -> Iterator[CrawledPage]:
         _check_path(self.path)
         fields: dict[str, object] = {}
-        items = _whole_file_items if _needs_whole_read(self.path) else _streamed_items
         count = missing = 0
-        for item in items(self.path, fields):
+        for item in _raw_pages(self.path, fields):
             page = _page(self.path, count, item)
             count += 1
             missing += page.markdown is None
@@ -82,6 +81,14 @@ MAX_DEPTH = 1024
 _DATA = "data"  # the key of a crawl's pages
 _OPEN = ("start_map", "start_array")
 _CLOSE = ("end_map", "end_array")
+
+
+def _raw_pages(path: Path, fields: dict[str, object]) -> Iterator[object]:
+    """The items of the file's page list as parsed, streamed unless the file needs reading
+    whole (`_needs_whole_read`); its other top-level fields into `fields`."""
+    if _needs_whole_read(path):
+        return _whole_file_items(path, fields)
+    return _streamed_items(path, fields)
 
 
 def _streamed_items(path: Path, fields: dict[str, object]) -> Iterator[object]:
@@ -212,14 +219,19 @@ class _Utf8Repaired:
 
 
 def source_urls(path: Path) -> Iterator[str]:
-    """The `sourceURL` of each page written as a string, read without the pages: all that
-    naming a crawl's collection needs (`firechunk.run.collection`). A file that is not JSON
-    stops the URLs there: reading it as a crawl says what is wrong with it."""
-    at = {f"{_DATA}.item.metadata.sourceURL", "item.metadata.sourceURL"}
-    with Path(path).open("rb") as file, contextlib.suppress(ijson.JSONError):
-        for prefix, event, value in ijson.parse(_Utf8Repaired(file)):
-            if event == "string" and prefix in at:
-                yield value
+    """The `sourceURL` of each page that has one as a string, read a page at a time and
+    without validating the pages: all that naming a crawl's collection needs
+    (`firechunk.run.collection`). A file that is not a crawl stops the URLs there: reading
+    it as a crawl says what is wrong with it."""
+    with contextlib.suppress(CrawlFileError):
+        for item in _raw_pages(Path(path), {}):
+            metadata = item.get("metadata") if isinstance(item, dict) else None
+            url = metadata.get("sourceURL") if isinstance(metadata, dict) else None
+            if isinstance(url, str):
+                yield _TEXT.validate_python(url)
+
+
+_TEXT: TypeAdapter[str] = TypeAdapter(CrawlText)
 
 
 def _page(path: Path, index: int, item: object) -> CrawledPage:
