@@ -26,10 +26,11 @@ import pytest
 
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
-from firechunk.crawlfile import read_crawl, write_crawl
+from firechunk.crawlfile import CrawlFileError, read_crawl, write_crawl
 from firechunk.layout import DataDir, RunDir
 from firechunk.pipeline import Request, run_pipeline
 from firechunk.publish import adopt_latest, format_result
+from firechunk.run import stages
 from firechunk.run.baseline import BaselineError
 from firechunk.run.executors import in_process
 from firechunk.run.memory import chunk_crawl
@@ -302,6 +303,26 @@ def test_only_outcomes_made_with_the_same_options_are_reused(data_dir, options, 
 
 
 # --- safety --------------------------------------------------------------------------------
+
+
+def test_a_crawl_file_changed_between_the_readings_is_an_error_not_wrong_chunks(
+    data_dir, monkeypatch
+):
+    """The chunk stage reads the crawl file again after planning it: a file written again
+    in between would give one page's chunks under another's URL."""
+    path = crawl_file(sample())
+    plan_crawl = stages.plan_crawl
+
+    def plan_then_edit(pages):
+        planned = plan_crawl(pages)
+        write_crawl(path, edited(sample(), ARCHITECTURE, "a", "A"))
+        return planned
+
+    monkeypatch.setattr(stages, "plan_crawl", plan_then_edit)
+    start = start_run(data_dir, "night-2", RunSettings(workers=1), source=SAMPLE_CRAWL)
+    with pytest.raises(CrawlFileError, match="changed while it was chunked"):
+        chunk_stage(start, path, in_process)
+    assert not RunDir(start.run_dir).state_file.exists()
 
 
 def test_a_failed_validation_leaves_latest_and_its_state_alone(data_dir):

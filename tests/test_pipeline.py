@@ -12,11 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firechunk.chunker.page import ChunkerOptions
-from firechunk.crawlfile import read_crawl
-from firechunk.run import plan
+from firechunk.crawlfile import CrawlFileError, CrawlReader, read_crawl
+from firechunk.run import executors, plan
 from firechunk.run.memory import chunk_crawl
 from firechunk.run.outcomes import StoredOutcome, chunk_pages
 from firechunk.run.plan import PageInput
+from firechunk.schemas.page import CrawledPage
+from firechunk.tokens import DEFAULT_ENCODING
 from firechunk.urls import canonical_by_w3lib, canonical_url
 from tests.chunk_helpers import count, crawl, page, run_markdown, run_pages, sentences
 
@@ -89,14 +91,15 @@ def test_chunks_carry_the_canonical_url():
 def test_the_plan_marks_a_page_served_at_other_urls_too():
     """Identical markdown at two URLs is one page (a single-page app) whose URLs name its
     sections; the same URL crawled twice is not."""
-    inputs = [
-        PageInput(0, f"{BASE}/insert", "t", guide(1)),
-        PageInput(1, f"{BASE}/upsert", "t", guide(1)),
-        PageInput(2, f"{BASE}/auth", "t", guide(2)),
-        PageInput(3, f"{BASE}/auth/", "t", guide(2)),
-    ]
-    planned = plan.plan_pages(inputs)
-    assert [(p.index, p.many_urls) for p in planned.to_chunk] == [(0, True), (2, False)]
+    pages = crawl(
+        page(guide(1), url=f"{BASE}/insert"),
+        page(guide(1), url=f"{BASE}/upsert"),
+        page(guide(2), url=f"{BASE}/auth"),
+        page(guide(2), url=f"{BASE}/auth/"),
+    ).data
+    planned = plan.plan_crawl(pages)
+    inputs = plan.page_inputs(pages, planned, planned.to_chunk)
+    assert [(p.index, p.many_urls) for p in inputs] == [(0, True), (2, False)]
 
 
 def test_identical_pages_are_chunked_once_with_the_other_urls_as_aliases():
@@ -234,10 +237,47 @@ def test_batches_are_two_per_worker_unless_that_makes_them_too_large(
     monkeypatch, pages, size, workers, expected
 ):
     inputs = [PageInput(i, f"u{i}", "t", "x" * size) for i in range(pages)]
-    batches = list(plan.make_batches(inputs, workers))
+    batches = list(plan.make_batches(iter(inputs), workers, plan.characters(inputs)))
     assert len(batches) == expected
     assert [page for batch in batches for page in batch] == inputs
     assert max(sum(len(p.markdown) for p in batch) for batch in batches) <= 8_000_000
+
+
+class CountedBatches:
+    """Batches of one small page each, counting how many were taken: with the results
+    received, how many were in flight at most."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.taken = 0
+        self.most_in_flight = 0
+
+    def __iter__(self):
+        for index in range(self.count):
+            self.taken += 1
+            yield [PageInput(index, f"{BASE}/{index}", "t", guide(index))]
+
+    def received(self, results: int) -> None:
+        self.most_in_flight = max(self.most_in_flight, self.taken - results)
+
+
+@pytest.mark.parametrize(
+    ("executor", "bound"),
+    [
+        (executors.in_process, 1),
+        (executors.process_pool(1), 2),  # the first two taken: is there more than one?
+        (executors.process_pool(2), executors.QUEUED_PER_WORKER * 2),
+        (executors.process_pool(3), executors.QUEUED_PER_WORKER * 3),
+    ],
+)
+def test_an_executor_takes_the_batches_a_few_at_a_time(executor, bound):
+    batches = CountedBatches(24)
+    indexes = []
+    for outcomes in executor(batches, DEFAULT_ENCODING, ChunkerOptions()):
+        batches.received(len(indexes))
+        indexes += [outcome.index for outcome in outcomes]
+    assert sorted(indexes) == list(range(24))  # every batch, in any order
+    assert 1 <= batches.most_in_flight <= bound
 
 
 def test_a_chunk_id_depends_on_its_url_and_its_text():
@@ -358,6 +398,60 @@ def test_lone_surrogates_in_a_crawl_file_become_replacement_characters(tmp_path)
     assert "now \ufffd." in run.chunks[0].data.text
     assert run.chunks[0].metadata.page_title == "T\ufffd"
     assert run.chunks[0].metadata.source_url.endswith("/a%EF%BF%BD")
+
+
+def _as_read_whole(raw: bytes) -> list[dict]:
+    """A crawl file's pages as the whole file parsed at once gives them: the reference."""
+    document = json.loads(raw.decode("utf-8", errors="replace"))
+    pages = document if isinstance(document, list) else document["data"]
+    return [CrawledPage.model_validate(item).model_dump() for item in pages]
+
+
+STREAMED_FILES = {
+    "status-after-data": (
+        b'{"data": [{"markdown": "# A", "metadata": {"sourceURL": "https://x.test/a",'
+        b' "n": [1, 2.5, {"deep": null}]}}, {"markdown": "# B"}], "status": "completed",'
+        b' "total": 2}'
+    ),
+    "bare-list": b'[{"markdown": "# A", "metadata": null}, {"markdown": 42}]',
+    "not-utf8": b'{"data": [{"markdown": "# A \xff\xfe", "metadata": {"title": "T\xc3"}}]}',
+    "lone-surrogate": (
+        b'{"data": [{"markdown": "# A \\ud800.", "metadata": {"title": "T\\udfff"}}]}'
+    ),
+    "surrogate-pair": b'{"data": [{"markdown": "# A \\ud83d\\ude00"}], "status": "completed"}',
+}
+
+
+@pytest.mark.parametrize("name", STREAMED_FILES)
+def test_a_crawl_file_read_a_page_at_a_time_gives_the_pages_of_the_whole_file(tmp_path, name):
+    raw = STREAMED_FILES[name]
+    path = tmp_path / "crawl.json"
+    path.write_bytes(raw)
+    expected = _as_read_whole(raw)
+    reader = CrawlReader(path, allow_partial=False)
+    assert [page.model_dump() for page in reader] == expected
+    assert [page.model_dump() for page in reader] == expected  # and again, the same
+    assert reader.summary is not None and reader.summary.status == "completed"
+    assert [page.model_dump() for page in read_crawl(path).data] == expected
+    replaced = name in ("not-utf8", "lone-surrogate")
+    assert ("\ufffd" in expected[0]["markdown"]) == replaced  # the bytes, half a pair
+
+
+def test_a_status_after_the_pages_still_refuses_a_partial_crawl(tmp_path):
+    path = tmp_path / "crawl.json"
+    path.write_text(json.dumps({"data": [page(guide(1), url=f"{BASE}/a")], "status": "scraping"}))
+    with pytest.raises(CrawlFileError, match="'scraping', not 'completed'"):
+        list(CrawlReader(path, allow_partial=False))
+    assert len(read_crawl(path).data) == 1
+
+
+def test_a_crawl_read_again_must_be_the_crawl_planned():
+    pages = crawl(*(page(guide(i), url=f"{BASE}/{i}") for i in range(3))).data
+    planned = plan.plan_crawl(pages)
+    assert [p.index for p in plan.page_inputs(pages, planned, planned.to_chunk)] == [0, 1, 2]
+    for other in (pages[:2], [pages[0], pages[2], pages[1]], [*pages, pages[0]]):
+        with pytest.raises(CrawlFileError, match="changed while it was chunked"):
+            list(plan.page_inputs(other, planned, planned.to_chunk))
 
 
 def test_markdown_that_is_not_text_in_a_crawl_file_quarantines_that_page_only(tmp_path):

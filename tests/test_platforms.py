@@ -21,7 +21,7 @@ from firechunk.chunker.headings import heading_text
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.quality import check_run
 from firechunk.run.memory import chunk_crawl
-from firechunk.run.plan import page_inputs
+from firechunk.run.plan import PageInput, page_inputs, plan_crawl
 from firechunk.schemas.page import CrawlResult
 from firechunk.schemas.report import ChunkRun
 from firechunk.tokens import TokenCounter
@@ -444,10 +444,16 @@ def chrome_crawl(n: int, setup_on: tuple[int, ...] = ()) -> CrawlResult:
 CHROME = {*NAVIGATION, FOOTER}
 
 
+def inputs_of(crawled: CrawlResult) -> list[PageInput]:
+    """The crawl's pages to chunk, as the chunker takes them."""
+    plan = plan_crawl(crawled.data)
+    return list(page_inputs(crawled.data, plan, plan.to_chunk))
+
+
 def test_navigation_and_footer_repeated_across_the_crawl_are_dropped():
     setup_on = (2, 5, 7, 10)
     twelve = chrome_crawl(12, setup_on)
-    assert all(page_input.chrome >= CHROME for page_input in page_inputs(twelve))
+    assert all(page_input.chrome >= CHROME for page_input in inputs_of(twelve))
     run = chunk_crawl(twelve, workers=1)
     assert run.report.pages_chunked == 12
     for chunk in run.chunks:
@@ -474,7 +480,7 @@ def test_below_ten_distinct_pages_no_line_is_chrome(pages):
     """The footer, which only its repeating shows to be chrome, stays; the link list above
     the title goes all the same, by its shape (`firechunk.chunker.navigation`)."""
     few = chrome_crawl(pages)
-    assert all(page_input.chrome == frozenset() for page_input in page_inputs(few))
+    assert all(page_input.chrome == frozenset() for page_input in inputs_of(few))
     run = chunk_crawl(few, workers=1)
     for url in {chunk.metadata.source_url for chunk in run.chunks}:
         text = "\n".join(c.data.text for c in run.chunks if c.metadata.source_url == url)
@@ -488,4 +494,4 @@ def test_twelve_copies_of_one_page_are_one_distinct_page():
     copies = crawl(
         *(page(same["markdown"], url=f"https://docs.example.com/beams/{i}") for i in range(12))
     )
-    assert all(page_input.chrome == frozenset() for page_input in page_inputs(copies))
+    assert all(page_input.chrome == frozenset() for page_input in inputs_of(copies))

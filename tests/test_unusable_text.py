@@ -17,10 +17,10 @@ import pytest
 
 from firechunk.chunker.cleanup import CleanupOptions, clean_markdown
 from firechunk.pipeline import Request, run_pipeline
-from firechunk.run.plan import NOT_CHUNKED, PageInput, plan_pages
+from firechunk.run.plan import NOT_CHUNKED, plan_crawl
 from firechunk.run.titles import MAX_TITLE_CHARS, clean_title, recorded_title, title_problem
 from firechunk.urls import url_problem
-from tests.chunk_helpers import run_pages, sentences
+from tests.chunk_helpers import crawl, run_pages, sentences
 
 BASE = "https://docs.example.com/unusable"
 NUL = "\x00"
@@ -198,14 +198,14 @@ def test_a_url_with_a_control_character_is_a_bad_url(character):
 
 def test_a_page_with_an_unusable_title_is_not_chunked_and_stands_for_no_other():
     markdown = sentences(100, 1)
-    inputs = [
-        PageInput(0, f"{BASE}/bad", f"Bad{NUL}", markdown),
-        PageInput(1, f"{BASE}/good", "Good", markdown),
-        PageInput(2, f"{BASE}/huge", HUGE_TITLE, "other"),
-    ]
-    plan = plan_pages(inputs)
+    pages = crawl(
+        page(f"{BASE}/bad", markdown, f"Bad{NUL}"),
+        page(f"{BASE}/good", markdown, "Good"),
+        page(f"{BASE}/huge", "other", HUGE_TITLE),
+    ).data
+    plan = plan_crawl(pages)
     assert [page.chunked_as for page in plan.pages] == [NOT_CHUNKED, 1, NOT_CHUNKED]
-    assert [(page.index, page.many_urls) for page in plan.to_chunk] == [(1, False)]
+    assert plan.to_chunk == [1] and plan.many_urls == frozenset()
 
 
 def test_an_unusable_title_costs_its_url_nothing_it_had_not_lost_otherwise():

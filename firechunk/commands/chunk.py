@@ -46,12 +46,12 @@ def chunk(
     """
     from firechunk.commands.console import console
     from firechunk.commands.terminal import Terminal
-    from firechunk.crawlfile import read_crawl
+    from firechunk.crawlfile import check_crawl
     from firechunk.pipeline import Request, run_pipeline
     from firechunk.publish import format_outcome, format_result
 
     # A bad file, or a place the run cannot be written, is refused before a run starts.
-    pages = len(read_crawl(crawl_file, allow_partial=run.allow_partial).data)
+    pages = check_crawl(crawl_file, allow_partial=run.allow_partial)
     if out is None:
         destination = Destination(data_dir, "data directory", DATA_DIR_HINT)
     else:

@@ -134,14 +134,14 @@ def _check_inputs(
     crawl: CrawlSettings, run: RunSettings, replay: Path | None, data_dir: Path, run_id: str | None
 ) -> None:
     """Every check that needs no Prefect, each failing as one line with exit status 2."""
-    from firechunk.crawlfile import read_crawl
+    from firechunk.crawlfile import check_crawl
 
     try:
         check_run_id(run_id)
     except ValueError as error:
         raise CommandError(str(error)) from None
     if replay is not None:
-        read_crawl(replay, allow_partial=run.allow_partial)
+        check_crawl(replay, allow_partial=run.allow_partial)
     else:
         check_url(crawl.site_url, "site URL")
         check_url(crawl.api_url or DEFAULT_API_URL, "Firecrawl API URL")

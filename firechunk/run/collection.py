@@ -27,13 +27,13 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from firechunk.crawlfile import source_urls
 from firechunk.layout import RunDir
 from firechunk.schemas.job import CrawlTarget
 from firechunk.settings import RunSettings
 
 # A pattern's literal start: path segments up to the first one holding a regex character.
 _REGEX = re.compile(r"[.*+?()\[\]{}|\\^$]")
-_SOURCE_URL = re.compile(rb'"sourceURL"\s*:\s*"([^"\\]*)"')
 
 
 def collection_of_target(target: CrawlTarget) -> str:
@@ -49,9 +49,8 @@ def collection_of_target(target: CrawlTarget) -> str:
 
 def collection_of_crawl(crawl_file: Path) -> str:
     """The collection a crawl file's pages name (`collection_of_urls`), read from the page
-    URLs alone: no need to parse a whole crawl to name it."""
-    text = Path(crawl_file).read_bytes()
-    return collection_of_urls(url.decode("utf-8", "replace") for url in _SOURCE_URL.findall(text))
+    URLs alone (`firechunk.crawlfile.source_urls`): no need to read the pages to name it."""
+    return collection_of_urls(source_urls(crawl_file))
 
 
 def collection_of_urls(urls: Iterable[str]) -> str:

@@ -1,8 +1,10 @@
 """Where batches of pages are chunked: this process, or a pool of processes.
 
 The per-page work (`firechunk.run.outcomes.chunk_pages`) is a plain picklable function
-over a batch of pages, so any executor can run it. An `Executor` takes the batches and
-yields each batch's outcomes as it finishes, in any order; the chunk stage
+over a batch of pages, so any executor can run it. An `Executor` takes the batches as an
+iterator (made as the crawl is read) and yields each batch's outcomes as it finishes, in
+any order, with only a few batches taken at a time, so that a run holds a few batches of
+markdown whatever the crawl's size; the chunk stage
 (`firechunk.run.stages.chunk_stage`) is handed one. Here are this process (`in_process`)
 a pool of forked processes (`process_pool`) and a Dask cluster (`dask_cluster`);
 `executor_for` picks the one a run's settings name, for every way of running the pipeline.
@@ -19,13 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import multiprocessing
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_completed, wait
 from typing import Any
 
 from firechunk.chunker.page import ChunkerOptions
@@ -37,8 +40,12 @@ from firechunk.tokens import Sizer, get_encoding
 # Each executor takes the batches, the encoding (a tiktoken encoding's name, or a library
 # caller's picklable sizer: `firechunk.ChunkConfig`) and the options.
 Executor = Callable[
-    [list[list[PageInput]], str | Sizer, ChunkerOptions], Iterable[list[PackedOutcome]]
+    [Iterable[list[PageInput]], str | Sizer, ChunkerOptions], Iterable[list[PackedOutcome]]
 ]
+
+# How many batches a worker of a pool or cluster has at most waiting or running: two, so it
+# takes the next the moment it finishes one.
+QUEUED_PER_WORKER = 2
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
 
@@ -95,7 +102,7 @@ def kill_workers(pool: ProcessPoolExecutor) -> None:
 @contextlib.contextmanager
 def results_of(
     executor: Executor,
-    batches: list[list[PageInput]],
+    batches: Iterable[list[PageInput]],
     encoding: str | Sizer,
     options: ChunkerOptions,
 ) -> Iterator[Iterable[list[PackedOutcome]]]:
@@ -128,7 +135,7 @@ def _start_method() -> str:
 
 
 def in_process(
-    batches: list[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
+    batches: Iterable[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
 ) -> Iterator[list[PackedOutcome]]:
     """The batches one after another, in this process."""
     return (chunk_pages(batch, encoding, options) for batch in batches)
@@ -141,32 +148,60 @@ def process_pool(workers: int) -> Executor:
     iterates the batches, which outlives them (the pool is shut down before it is done)."""
 
     def run(
-        batches: list[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
+        batches: Iterable[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
     ) -> Iterator[list[PackedOutcome]]:
-        if workers <= 1 or len(batches) <= 1:
+        rest = iter(batches)
+        first = list(itertools.islice(rest, 2))
+        batches = itertools.chain(first, rest)
+        if workers <= 1 or len(first) <= 1:
             yield from in_process(batches, encoding, options)
             return
         if isinstance(encoding, str):
             get_encoding(encoding)  # loaded once here, inherited by forked workers
-        method = _start_method()
-        mine = batches[::workers]
-        theirs = [batch for i, batch in enumerate(batches) if i % workers]
-        context = multiprocessing.get_context(method)
+        context = multiprocessing.get_context(_start_method())
         with ProcessPoolExecutor(
             workers - 1, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
         ) as pool:
             try:
-                with interrupts_held():  # the workers are forked as the first is submitted
-                    futures = [pool.submit(chunk_pages, b, encoding, options) for b in theirs]
-                for batch in mine:
-                    yield chunk_pages(batch, encoding, options)
-                for future in futures:
-                    yield future.result()
+                yield from _shared(pool, batches, workers, encoding, options)
             except BaseException:
                 kill_workers(pool)
                 raise
 
     return run
+
+
+def _shared(
+    pool: ProcessPoolExecutor,
+    batches: Iterable[list[PageInput]],
+    workers: int,
+    encoding: str | Sizer,
+    options: ChunkerOptions,
+) -> Iterator[list[PackedOutcome]]:
+    """Every `workers`-th batch chunked in this process, the others by `pool`. The next
+    batches are taken only as the pool's queue has room (`QUEUED_PER_WORKER` a worker), and
+    this process chunks its own once the pool has that much to do meanwhile."""
+    room = QUEUED_PER_WORKER * (workers - 1)
+    pending: set[Future[list[PackedOutcome]]] = set()
+    mine: list[list[PageInput]] = []
+    for number, batch in enumerate(batches):
+        if number % workers == 0:
+            mine.append(batch)
+            continue
+        with interrupts_held():  # a worker may be forked as a batch is submitted
+            pending.add(pool.submit(chunk_pages, batch, encoding, options))
+        if len(pending) < room:
+            continue
+        for own in mine:
+            yield chunk_pages(own, encoding, options)
+        mine.clear()
+        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in finished:
+            yield future.result()
+    for own in mine:
+        yield chunk_pages(own, encoding, options)
+    for future in as_completed(pending):
+        yield future.result()
 
 
 def executor_for(settings: RunSettings) -> Executor:
@@ -186,20 +221,28 @@ DASK_WORKER_PRELOAD = "firechunk.run.dask_worker"
 
 
 def dask_cluster(address: str | None, workers: int) -> Executor:
-    """Batches chunked on the Dask cluster `dask_client` gives."""
+    """Batches chunked on the Dask cluster `dask_client` gives, `QUEUED_PER_WORKER` for
+    each of `workers` submitted at a time: another as each finishes."""
 
     def run(
-        batches: list[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
+        batches: Iterable[list[PageInput]], encoding: str | Sizer, options: ChunkerOptions
     ) -> Iterator[list[PackedOutcome]]:
-        if not batches:
+        batches = iter(batches)
+        first = list(itertools.islice(batches, QUEUED_PER_WORKER * max(1, workers)))
+        if not first:
             return
-        from distributed import as_completed
+        import distributed
 
         with dask_client(address, workers) as client:
-            futures = client.map(chunk_pages, batches, encoding=encoding, options=options,
-                                 pure=False)  # fmt: skip
-            for future in as_completed(futures):
+
+            def submit(batch: list[PageInput]) -> Any:
+                return client.submit(chunk_pages, batch, encoding, options, pure=False)
+
+            running = distributed.as_completed([submit(batch) for batch in first])
+            for future in running:
                 yield future.result()
+                for batch in itertools.islice(batches, 1):
+                    running.add(submit(batch))
 
     return run
 

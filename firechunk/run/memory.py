@@ -17,7 +17,14 @@ from firechunk.run.assemble import assemble
 from firechunk.run.collection import collection_of_urls
 from firechunk.run.executors import process_pool
 from firechunk.run.outcomes import StoredOutcome, page_outcome, page_sizer
-from firechunk.run.plan import PageInput, make_batches, page_inputs, plan_pages, useful_workers
+from firechunk.run.plan import (
+    PageInput,
+    characters,
+    make_batches,
+    page_inputs,
+    plan_crawl,
+    useful_workers,
+)
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.page import CrawlResult
 from firechunk.schemas.report import ChunkRun, PageRecord
@@ -36,9 +43,10 @@ def chunk_crawl(
     `encoding`: a tiktoken encoding's name, or a sizer (`firechunk.tokens.Sizer`)."""
     started = time.time()
     options = replace(options or ChunkerOptions(), validation_facts=False)
-    plan = plan_pages(page_inputs(crawl))
-    workers = useful_workers(plan.to_chunk, workers)
-    outcomes = InMemoryOutcomes(_outcomes(plan.to_chunk, workers, encoding, options))
+    plan = plan_crawl(crawl.data)
+    to_chunk = list(page_inputs(crawl.data, plan, plan.to_chunk))
+    workers = useful_workers(to_chunk, workers)
+    outcomes = InMemoryOutcomes(_outcomes(to_chunk, workers, encoding, options))
     sink = RunInMemory()
     name = encoding if isinstance(encoding, str) else encoding.encoding_name
     assembled = assemble(plan.pages, outcomes, sink, encoding=name, started=started)
@@ -61,7 +69,7 @@ def _outcomes(
     if workers <= 1:
         sizer = page_sizer(encoding)
         return {page.index: page_outcome(page, sizer, options) for page in pages}
-    batches = list(make_batches(pages, workers))
+    batches = make_batches(pages, workers, characters(pages))
     packed = (o for batch in process_pool(workers)(batches, encoding, options) for o in batch)
     return {o.index: StoredOutcome.from_payload(o.index, o.payload) for o in packed}
 

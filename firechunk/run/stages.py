@@ -42,7 +42,7 @@ from firechunk.activity import doing, stop_if_interrupted
 from firechunk.atomic import write_json
 from firechunk.chunker.page import ChunkerOptions
 from firechunk.chunker.split import Limits
-from firechunk.crawlfile import read_crawl
+from firechunk.crawlfile import CrawlReader
 from firechunk.layout import DataDir, RunDir
 from firechunk.publish import (
     adopt_latest,
@@ -63,7 +63,7 @@ from firechunk.run.changes import change_set, write_changes
 from firechunk.run.collection import declared, run_collection
 from firechunk.run.executors import Executor, in_process, results_of
 from firechunk.run.manifest import write_manifest
-from firechunk.run.plan import characters, make_batches, page_inputs, plan_pages
+from firechunk.run.plan import make_batches, page_inputs, plan_crawl
 from firechunk.run.shrink import shrink_problem
 from firechunk.run.write import RunFileWriter, read_report, write_page_files
 from firechunk.schemas.changes import ChangeSet
@@ -199,29 +199,37 @@ def chunk_stage(
 ) -> Chunked:
     """Plan the crawl, reuse what the baseline has, chunk the rest with `executor` on the
     settings' `workers` (None: `DEFAULT_WORKERS`, or this process for little work); the plan
-    and every outcome end up in the run's page cache. `options`: default, the settings'."""
+    and every outcome end up in the run's page cache. `options`: default, the settings'.
+
+    The crawl file is read a page at a time, three times, so that what is held does not
+    grow with the crawl: to plan it (`plan_crawl`: small facts of each page and the counts
+    of its lines), to key the pages to chunk (a key covers each page's chrome lines, known
+    only once the whole crawl is counted), then to hand the pages the baseline does not
+    have to the executor, a few batches at a time."""
     settings = start.settings
     options = options or chunker_options(settings)
     workers = settings.workers
     started = time.time()
     with _stage(start, "chunking"):
-        plan = plan_pages(page_inputs(read_crawl(crawl_file, allow_partial=settings.allow_partial)))
+        crawl = CrawlReader(crawl_file, allow_partial=settings.allow_partial)
+        plan = plan_crawl(crawl)
         keys = {
             page.index: outcome_key(
                 page, plan.pages[page.index].raw_hash, settings.encoding, options
             )
-            for page in plan.to_chunk
+            for page in page_inputs(crawl, plan, plan.to_chunk)
         }
         cache = PageCache.create(RunDir(start.run_dir).state_file, encoding=settings.encoding)
         try:
             reused = cache.copy_from(start.reuse_from, keys.values()) if start.reuse_from else set()
-            fresh = [page for page in plan.to_chunk if keys[page.index] not in reused]
-            inline = characters(fresh) < INLINE_CHARS and (bool(reused) or workers is None)
+            fresh = [index for index in plan.to_chunk if keys[index] not in reused]
+            fresh_chars = plan.characters(fresh)
+            inline = fresh_chars < INLINE_CHARS and (bool(reused) or workers is None)
             if inline:
                 executor, workers = in_process, 1
             workers = workers or DEFAULT_WORKERS
             done = 0
-            batches = list(make_batches(fresh, workers))
+            batches = make_batches(page_inputs(crawl, plan, fresh), workers, fresh_chars)
             with results_of(executor, batches, settings.encoding, options) as results:
                 for outcomes in results:
                     for outcome in outcomes:

@@ -38,7 +38,7 @@ _CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 def clean_title(title: str | None) -> str | None:
     """The crawled title without its control characters but NUL; None when nothing is
-    left (the page is then titled by its URL, `firechunk.run.plan.page_inputs`)."""
+    left (the page is then titled by its URL, `firechunk.run.plan.plan_crawl`)."""
     if not title:
         return None
     return _CONTROL.sub("", title) or None
