@@ -22,6 +22,7 @@ Tables (one per suite, the suite's `name` is the table's name):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -101,7 +102,9 @@ class TableBuilder:
 
     def __init__(self) -> None:
         self._chunks: Columns = {name: [] for name in [*_FACT_COLUMNS, "prev_chunk_id"]}
-        self._heading_lines: list[tuple[str, ...]] = []  # of each chunk row
+        # Each chunk row's heading lines, one per line of one string: a string per line and
+        # a tuple per chunk took three times the memory.
+        self._heading_lines: list[str] = []
         self._row_of: dict[str, int] = {}  # chunk id -> its row
         self._rows_at: dict[str, list[int]] = {}  # URL -> the rows of the chunks there
         self._dropped: dict[str, list[DuplicateChunk]] = {}  # URL -> chunks dropped there
@@ -120,7 +123,7 @@ class TableBuilder:
             self._chunks["token_recount"].append(chunk.token_recount)
             self._chunks["text_hash"].append(chunk.text_hash)
             self._chunks["prev_chunk_id"].append(chunk.prev_chunk_id)
-            self._heading_lines.append(chunk.heading_lines)
+            self._heading_lines.append("\n".join(chunk.heading_lines))
             self._row_of[chunk.chunk_id] = row
             self._rows_at.setdefault(chunk.source_url, []).append(row)
 
@@ -268,7 +271,9 @@ class TableBuilder:
             for duplicate in self._dropped.get(url, [])
             if duplicate.duplicate_of in self._row_of
         ]
-        lines = set().union(*(self._heading_lines[row] for row in rows + repeated))
+        lines = {
+            line for row in rows + repeated for line in self._heading_lines[row].split("\n") if line
+        }
         return named, lines
 
 
