@@ -22,7 +22,6 @@ Tables (one per suite, the suite's `name` is the table's name):
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
