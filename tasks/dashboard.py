@@ -101,7 +101,7 @@ class Dashboard(Listener):
         elif stage == "chunk":
             self._chunked(result)
         elif stage == "write":
-            changes_to_dashboard(self._run_dir, result.report, result.changes)
+            changes_to_dashboard(self._run_dir, result.report, result.changes())
         elif stage == "validate":
             _validated(self._run_dir, result)
         elif stage == "publish":

@@ -211,11 +211,13 @@ def _passed_parts(night: Night | None) -> list[str]:
         parts.append("loaded")
     else:
         parts.append("not loaded")
-    written = night.written
-    if written is not None and written.changes.baseline is None:
-        parts.append(f"first run: {counted(len(written.changes.pages_added), 'page')}")
-    elif written is not None:
-        parts.append(pages_changed(written.changes))
+    if night.written is None:
+        return parts
+    changes = night.written.changes()
+    if changes.baseline is None:
+        parts.append(f"first run: {counted(len(changes.pages_added), 'page')}")
+    else:
+        parts.append(pages_changed(changes))
     return parts
 
 

@@ -76,7 +76,7 @@ def rebuild_here(
     )
     written, result = night.written, night.result
     assert written is not None and result is not None  # a run is published, or refused
-    return result, written.changes
+    return result, written.changes()
 
 
 def sample() -> CrawlResult:
@@ -358,7 +358,7 @@ def test_a_run_overtaken_by_another_publish_is_kept_superseded_not_published(dat
     assert nightly.published
 
     chunk_stage(manual, crawl_file(sample()), in_process)
-    changes = write_stage(manual).changes
+    changes = write_stage(manual).changes()
     result = publish_stage(manual, validate_stage(manual))
 
     assert changes.baseline == "night-1"

@@ -76,7 +76,7 @@ def summary(written: Written, run_dir: Path) -> None:
     from firechunk.commands.console import console
     from firechunk.run.write import read_quarantine
 
-    report, changes = written.report, written.changes
+    report, changes = written.report, written.changes()
     console().print(
         f"{counted(report.pages_in, 'page')} in: {report.pages_chunked} chunked, "
         f"{counted(report.pages_aliased, 'alias', 'aliases')}, "

@@ -59,7 +59,7 @@ from firechunk.retention import hold_run_lock
 from firechunk.run.assemble import NOTHING_ASIDE, Aside, assemble
 from firechunk.run.baseline import damage_warning, find_baseline, rows_of_pages
 from firechunk.run.cache import PageCache, outcome_key
-from firechunk.run.changes import change_set, write_changes
+from firechunk.run.changes import change_set, read_changes, write_changes
 from firechunk.run.collection import declared, run_collection
 from firechunk.run.executors import Executor, in_process, results_of
 from firechunk.run.manifest import write_manifest
@@ -125,8 +125,16 @@ class Chunked(BaseModel, frozen=True):
 
 
 class Written(BaseModel, frozen=True):
+    """What the write stage did: the run's report, and where its change set is. The change
+    set itself stays in changes.json: it names every chunk and page a first run adds, and a
+    stage's result lives as long as the flow run (Prefect keeps each task's result)."""
+
     report: ChunkReport
-    changes: ChangeSet
+    run_dir: Path
+
+    def changes(self) -> ChangeSet:
+        """The run's change set (changes.json)."""
+        return read_changes(self.run_dir)
 
 
 def start_run(
@@ -280,7 +288,7 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
             pages_reused=to_chunk - pages_chunked,
         )
         write_changes(run_dir, changes)
-    return Written(report=report, changes=changes)
+    return Written(report=report, run_dir=run_dir)
 
 
 def _assemble_files(start: RunStart, aside: Aside) -> tuple[ChunkReport, dict[str, str], int, int]:
