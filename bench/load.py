@@ -91,9 +91,8 @@ print("peak_rss_kb", next(line.split()[1] for line in status if line.startswith(
 def main() -> int:
     args = parse_args()
     scale = import_scale()
-    files = sorted(scale.CORPUS_DIR.glob("*.json")) if scale.CORPUS_DIR.is_dir() else []
+    files = scale.corpus_files()
     if not files:
-        print(f"skipped: no shared corpus at {scale.CORPUS_DIR} (it sits beside the repository)")
         return 0
     figures: dict = {"args": vars(args) | {"json": str(args.json), "keep": str(args.keep)}}
     figures["load_average_before"] = os.getloadavg()[0]

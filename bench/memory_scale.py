@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale import (  # noqa: E402  (a sibling bench, run as a script)
-    CORPUS_DIR,
     SAMPLE_CRAWL,
+    corpus_files,
     distinct_pages,
     measure,
     prefect_api,
@@ -46,9 +46,8 @@ MB = 1024**2
 
 def main() -> int:
     args = parse_args()
-    files = sorted(CORPUS_DIR.glob("*.json")) if CORPUS_DIR.is_dir() else []
+    files = corpus_files()
     if not files:
-        print(f"skipped: no shared corpus at {CORPUS_DIR} (it sits beside the repository)")
         return 0
     sizes = sorted(args.pages)
     largest: dict[int, list[int]] = {size: [] for size in sizes}

@@ -85,9 +85,8 @@ def main() -> int:
     args = parse_args()
     if args.child:
         return child(args)
-    files = sorted(CORPUS_DIR.glob("*.json")) if CORPUS_DIR.is_dir() else []
+    files = corpus_files()
     if not files:
-        print(f"skipped: no shared corpus at {CORPUS_DIR} (it sits beside the repository)")
         return 0
     apis = ["temporary", "server"] if args.api == "both" else [args.api]
     runs: list[dict] = []
@@ -126,6 +125,14 @@ def main() -> int:
     if args.json:
         write_json(args.json, runs)
     return 0
+
+
+def corpus_files() -> list[Path]:
+    """The shared corpus's crawl files; none (said on stdout) when it is not there."""
+    files = sorted(CORPUS_DIR.glob("*.json")) if CORPUS_DIR.is_dir() else []
+    if not files:
+        print(f"skipped: no shared corpus at {CORPUS_DIR} (it sits beside the repository)")
+    return files
 
 
 def parse_args() -> argparse.Namespace:
