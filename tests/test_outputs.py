@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from firechunk.run.write import write_parquet, write_run_outputs
+from firechunk.run.write import RunFileWriter, write_run_outputs
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
 from firechunk.schemas.report import ChunkReport, PageRecord, QuarantineRecord
@@ -99,10 +99,11 @@ def test_no_temporary_files_are_left_behind(run_dir):
 def test_a_key_missing_from_the_schema_stops_the_write(tmp_path):
     row = clean_run().chunks[0].to_json()
     row["metadata"]["new_field"] = 1
-    with pytest.raises(
-        ValueError, match=r"row 0\.metadata: keys not in the schema \['new_field'\]"
+    with (
+        pytest.raises(ValueError, match=r"row 0\.metadata: keys not in the schema \['new_field'\]"),
+        RunFileWriter(tmp_path) as writer,
     ):
-        write_parquet(tmp_path / "chunks.parquet", [row], CHUNKS_SCHEMA)
+        writer.add_rows([row])
     assert not (tmp_path / "chunks.parquet").exists()
 
 

@@ -23,7 +23,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from firechunk.atomic import atomic_open, atomic_write, write_json, write_jsonl
+from firechunk.atomic import atomic_open, write_json, write_jsonl
 from firechunk.layout import RunDir
 from firechunk.schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
 from firechunk.schemas.report import ChunkReport, ChunkRun, PageRecord, QuarantineRecord
@@ -136,15 +136,18 @@ class RunFileWriter:
 class RowGroups:
     """A Parquet file written a row group at a time from dict rows of one model.
 
-    The schema check of `write_parquet` runs on the first row of every row group rather
-    than on every row: all rows are made the same way, and checking each nested row was
-    most of the time of writing a large run.
+    pyarrow silently ignores keys a schema does not name, so the keys are checked first: a
+    field added to a model but not to `schemas/parquet.py` stops the write instead of
+    vanishing from the Parquet file. The check runs on the first row of every row group
+    rather than on every row: all rows are made the same way, and checking each nested row
+    was most of the time of writing a large run.
     """
 
     def __init__(self, handle: Any, name: str, schema: pa.Schema) -> None:
         self.writer = pq.ParquetWriter(handle, schema, compression=PARQUET_COMPRESSION)
         self._name, self._schema = name, schema
         self._rows: list[dict[str, Any]] = []
+        self._written = 0  # rows in the row groups written
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         self._rows.extend(rows)
@@ -159,34 +162,19 @@ class RowGroups:
         """Write the rows held as one row group, after checking their keys."""
         if not self._rows:
             return
-        mismatch = _key_mismatch(self._rows[0], pa.struct(list(self._schema)), where="row")
+        where = f"row {self._written}"
+        mismatch = _key_mismatch(self._rows[0], pa.struct(list(self._schema)), where=where)
         if mismatch:
             raise ValueError(f"{self._name}: {mismatch}; update schemas/parquet.py")
         table = pa.Table.from_pylist(self._rows, schema=self._schema)
         self.writer.write_table(table, ROWS_PER_GROUP)
+        self._written += len(self._rows)
         self._rows = []
 
 
 def line_digests(lines: list[bytes]) -> list[str]:
     """The sha256 of each chunks.json line: what `firechunk.run.changes` compares."""
     return [hashlib.sha256(line).hexdigest() for line in lines]
-
-
-def write_parquet(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> Path:
-    """Write `rows` with the explicit `schema`, zstd-compressed.
-
-    pyarrow silently ignores keys a schema does not name, so the keys are checked first:
-    a field added to a model but not to `schemas/parquet.py` stops the write instead of
-    vanishing from the Parquet file. The rows are dumps of one model, so the first row
-    stands for all (checking every row of a 5,000-page run took a quarter of a second).
-    """
-    mismatch = _key_mismatch(rows[0], pa.struct(list(schema)), where="row 0") if rows else None
-    if mismatch:
-        raise ValueError(f"{path.name}: {mismatch}; update schemas/parquet.py")
-    table = pa.Table.from_pylist(rows, schema=schema)
-    return atomic_write(
-        path, lambda handle: pq.write_table(table, handle, compression=PARQUET_COMPRESSION)
-    )
 
 
 def _key_mismatch(value: Any, arrow_type: pa.DataType, where: str, path: str = "") -> str | None:
