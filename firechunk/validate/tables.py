@@ -91,8 +91,8 @@ class TableBuilder:
     What a row needs of other rows (the page of a chunk's `prev_chunk_id`, the chunks and
     dropped chunks at a page's URLs, the headers and heading lines that cover a heading)
     is kept by URL or chunk id as it comes, and each such column is filled in at the end.
-    So a run holds columns and a few sets per URL, not every page's record and every
-    chunk's facts: a 20,000-page run's are tens of MB, not hundreds.
+    So a run holds columns and each chunk's row number by URL and id, not every page's
+    record and every chunk's facts: a 20,000-page run's are tens of MB, not hundreds.
 
     A broken run may repeat chunk ids (chunk_id_unique reports that): each chunk is still
     its own row with its own recount; the last of an id stands for it where it is looked
