@@ -6,6 +6,7 @@ temporary file in the same directory, flushed to disk, then renamed over the tar
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
@@ -55,7 +56,16 @@ def write_text(path: Path, text: str) -> Path:
 
 
 def write_json(path: Path, value: Any, *, indent: int | None = 2) -> Path:
-    return write_text(path, json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
+    """`value` as JSON, written as it is encoded: a first run's change set names every
+    chunk, and its text made whole first took 16 MiB at 20,000 pages."""
+
+    def write(handle: IO[bytes]) -> None:
+        text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+        json.dump(value, text, ensure_ascii=False, indent=indent)
+        text.write("\n")
+        text.detach()  # flushes; the handle stays open for atomic_write to finish
+
+    return atomic_write(path, write)
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:

@@ -271,5 +271,5 @@ def publish_run(
     urls = (page.url for page in run.pages)
     start = start_run(data_dir, run_id, RunSettings(collection=collection_of_urls(urls)))
     write_run_outputs(run, start.run_dir)
-    write_tables(start.run_dir, build_tables(run, TokenCounter(run.report.encoding)))
+    write_tables(start.run_dir, build_tables(run, TokenCounter(run.report.encoding)).items())
     return publish_stage(start, validate_stage(start, suites_dir))

@@ -9,10 +9,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from firechunk.atomic import write_json
 from firechunk.run.write import RunFileWriter, write_run_outputs
 from firechunk.schemas.chunk import Chunk
 from firechunk.schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
 from firechunk.schemas.report import ChunkReport, PageRecord, QuarantineRecord
+from firechunk.tokens import TokenCounter
+from firechunk.validate.facts import chunk_facts
+from firechunk.validate.tables import TableBuilder, write_tables
 from tests.synthetic_runs import clean_run
 
 
@@ -134,3 +138,26 @@ def _key_names(value, prefix=""):
         if isinstance(item, dict):
             names |= _key_names(item, f"{prefix}{key}.")
     return names
+
+
+def test_json_is_written_as_json_dumps_says_and_a_failed_write_keeps_the_old_file(tmp_path):
+    path = tmp_path / "changes.json"
+    value = {"upsert": [f"id-{n}" for n in range(3)], "note": "naïve\u200b", "gone": None}
+    write_json(path, value)
+    assert (
+        path.read_text(encoding="utf-8") == json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+    )
+    with pytest.raises(TypeError):
+        write_json(path, {"upsert": ["kept?", object()]})
+    assert json.loads(path.read_text(encoding="utf-8")) == value
+    assert [p.name for p in tmp_path.iterdir()] == ["changes.json"]
+
+
+def test_the_validation_tables_are_taken_once(tmp_path):
+    builder = TableBuilder()
+    builder.add_chunks(chunk_facts(chunk, TokenCounter()) for chunk in clean_run().chunks)
+    written = write_tables(tmp_path, builder.tables())
+    assert [path.stem for path in written] == ["headers", "pages", "chunks"]
+    assert pl.read_parquet(written[-1]).height == len(clean_run().chunks)
+    with pytest.raises(RuntimeError, match="already taken"):
+        next(builder.tables())

@@ -61,9 +61,8 @@ class RunSink(Protocol):
     """Where the run goes as it is assembled, in crawl order: each chunked page's kept
     rows with what the suites check of each (`ChunkFacts`), and every page's record."""
 
-    def add_rows(self, rows: list[dict[str, Any]], facts: list[ChunkFacts]) -> list[str]:
-        """Take a page's kept rows; each row's digest (its chunks.json line's sha256) when
-        the sink writes files, nothing when it keeps the rows."""
+    def add_rows(self, rows: list[dict[str, Any]], facts: list[ChunkFacts]) -> None:
+        """Take a page's kept rows."""
 
     def add_page(self, record: PageRecord) -> None: ...
 
@@ -86,7 +85,6 @@ class Assembled:
 
     quarantine: list[QuarantineRecord]
     report: ChunkReport
-    row_digests: dict[str, str]  # chunk id -> digest of its row, in run order (files only)
 
 
 @dataclass
@@ -119,7 +117,6 @@ class _Pass:
     seen: dict[str, str] = field(default_factory=dict)  # text hash -> id of the kept chunk
     token_counts: list[int] = field(default_factory=list)  # of each chunk kept
     page_totals: _PageTotals = field(default_factory=_PageTotals)
-    row_digests: dict[str, str] = field(default_factory=dict)
     removed: dict[str, int] = field(default_factory=dict)
     duplicates: list = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -186,7 +183,7 @@ def assemble(
     report.warnings = state.warnings
     report.pages_set_aside = state.set_aside
     fill_report(report, state, time.time() - started)
-    return Assembled(state.quarantine, report, state.row_digests)
+    return Assembled(state.quarantine, report)
 
 
 def _add_page(
@@ -272,10 +269,8 @@ def _carry(rows: list[dict[str, Any]], state: _Pass, counter: TokenCounter) -> i
 
 
 def _keep(rows: list[dict[str, Any]], facts: list[ChunkFacts], state: _Pass) -> None:
-    """Hand kept rows and their facts to the sink; note their digests, texts and sizes."""
-    digests = state.sink.add_rows(rows, facts)
-    for chunk, digest in zip(facts, digests, strict=False):
-        state.row_digests[chunk.chunk_id] = digest
+    """Hand kept rows and their facts to the sink; note their texts and sizes."""
+    state.sink.add_rows(rows, facts)
     state.seen.update((chunk.text_hash, chunk.chunk_id) for chunk in facts)
     state.token_counts.extend(chunk.token_count for chunk in facts)
 

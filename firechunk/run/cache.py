@@ -210,8 +210,13 @@ class PageCache:
             raise CacheDamaged(f"{self.path}: the outcome of page {index} is missing or damaged")
         return StoredOutcome.from_payload(index, row[0])
 
-    def put_chunk_rows(self, rows: Iterable[tuple[str, str]]) -> None:
-        self._db.execute("DELETE FROM chunk_rows")  # a retried write stage starts again
+    def clear_chunk_rows(self) -> None:
+        """Forget the chunk rows: a retried write stage adds them again."""
+        self._db.execute("DELETE FROM chunk_rows")
+
+    def add_chunk_rows(self, rows: Iterable[tuple[str, str]]) -> None:
+        """Chunk id -> digest of its chunks.json line, in run order, as the rows are
+        written: a 20,000-page run's held in a dict until the end took 15 MiB."""
         self._db.executemany("INSERT INTO chunk_rows VALUES (?, ?)", rows)
 
     def chunk_rows(self) -> dict[str, str]:

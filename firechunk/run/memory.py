@@ -96,9 +96,8 @@ class RunInMemory:
         self.chunks: list[Chunk] = []
         self.pages: list[PageRecord] = []
 
-    def add_rows(self, rows: list[dict[str, Any]], facts: list[ChunkFacts]) -> list[str]:
+    def add_rows(self, rows: list[dict[str, Any]], facts: list[ChunkFacts]) -> None:
         self.chunks.extend(Chunk.model_validate(row) for row in rows)
-        return []
 
     def add_page(self, record: PageRecord) -> None:
         self.pages.append(record)

@@ -58,7 +58,7 @@ from firechunk.publish import (
 from firechunk.retention import hold_run_lock
 from firechunk.run.assemble import NOTHING_ASIDE, Aside, assemble
 from firechunk.run.baseline import damage_warning, find_baseline, rows_of_pages
-from firechunk.run.cache import PageCache, outcome_key
+from firechunk.run.cache import PageCache, outcome_key, read_chunk_rows
 from firechunk.run.changes import change_set, read_changes, write_changes
 from firechunk.run.collection import declared, run_collection
 from firechunk.run.executors import Executor, in_process, results_of
@@ -271,11 +271,11 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
     _check_baseline_kept(start)
     with _stage(start, "writing the run"):
         aside = _aside(start, set_aside) if set_aside else NOTHING_ASIDE
-        report, row_digests, pages_chunked, to_chunk = _assemble_files(start, aside)
+        report, pages_chunked, to_chunk = _assemble_files(start, aside)
         changes = change_set(
             start.run_id,
             start.collection,
-            row_digests,
+            read_chunk_rows(RunDir(run_dir).state_file),
             RunDir(run_dir).pages_parquet,
             baseline=(
                 (start.baseline_id, start.baseline_dir)
@@ -291,23 +291,24 @@ def write_stage(start: RunStart, set_aside: Mapping[str, tuple[str, ...]] | None
     return Written(report=report, run_dir=run_dir)
 
 
-def _assemble_files(start: RunStart, aside: Aside) -> tuple[ChunkReport, dict[str, str], int, int]:
-    """Write the chunk files, pages, quarantine, report and validation tables; return the
-    report, the chunk rows' digests, the pages chunked and the pages to chunk. Rows and
-    page records go to their files, and the facts the tables need to the tables' builder,
-    page by page as the run is assembled (`_RunFiles`)."""
+def _assemble_files(start: RunStart, aside: Aside) -> tuple[ChunkReport, int, int]:
+    """Write the chunk files, pages, quarantine, report and validation tables, and the
+    chunk rows' digests to the page cache; return the report, the pages chunked and the
+    pages to chunk. Rows and page records go to their files, their digests to the cache
+    and the facts the tables need to the tables' builder, page by page as the run is
+    assembled (`_RunFiles`)."""
     run_dir = start.run_dir
     cache = PageCache.open(RunDir(run_dir).state_file)
     try:
         pages = cache.plan()
         started = float(cache.meta("started") or time.time())
         pages_chunked = int(cache.meta("pages_chunked") or 0)
+        cache.clear_chunk_rows()
         with RunFileWriter(run_dir) as writer:
-            sink = _RunFiles(writer, TableBuilder())
+            sink = _RunFiles(writer, cache, TableBuilder())
             assembled = assemble(
                 pages, cache, sink, encoding=start.settings.encoding, started=started, aside=aside
             )
-        cache.put_chunk_rows(assembled.row_digests.items())
     finally:
         cache.close()
     report = assembled.report
@@ -318,20 +319,23 @@ def _assemble_files(start: RunStart, aside: Aside) -> tuple[ChunkReport, dict[st
     sink.tables.add_duplicates(report.duplicates)
     write_tables(run_dir, sink.tables.tables())
     to_chunk = sum(page.chunked_as == page.index for page in pages)
-    return report, assembled.row_digests, pages_chunked, to_chunk
+    return report, pages_chunked, to_chunk
 
 
 @dataclass(frozen=True)
 class _RunFiles:
     """A written run's sink (`firechunk.run.assemble.RunSink`): rows and records to the
-    run's files, the facts the suites check to the tables' builder."""
+    run's files, each row's digest to the page cache, the facts the suites check to the
+    tables' builder."""
 
     files: RunFileWriter
+    cache: PageCache
     tables: TableBuilder
 
-    def add_rows(self, rows: list[dict[str, Any]], facts: list[ChunkFacts]) -> list[str]:
+    def add_rows(self, rows: list[dict[str, Any]], facts: list[ChunkFacts]) -> None:
         self.tables.add_chunks(facts)
-        return self.files.add_rows(rows)
+        digests = self.files.add_rows(rows)
+        self.cache.add_chunk_rows(zip([chunk.chunk_id for chunk in facts], digests, strict=True))
 
     def add_page(self, record: PageRecord) -> None:
         self.tables.add_page(record)

@@ -25,11 +25,15 @@ import pyarrow.parquet as pq
 
 from firechunk.atomic import atomic_open, write_json, write_jsonl
 from firechunk.layout import RunDir
-from firechunk.schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SCHEMA
+from firechunk.schemas.parquet import (
+    CHUNKS_SCHEMA,
+    OMITTED_WHEN_NULL,
+    PAGES_SCHEMA,
+    ROWS_PER_GROUP,
+)
 from firechunk.schemas.report import ChunkReport, ChunkRun, PageRecord, QuarantineRecord
 
 PARQUET_COMPRESSION = "zstd"
-ROWS_PER_GROUP = 2000  # rows per Parquet row group: a few MB of chunk text
 
 
 def write_run_outputs(run: ChunkRun, run_dir: Path) -> list[Path]:

@@ -22,7 +22,8 @@ Tables (one per suite, the suite's `name` is the table's name):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -32,6 +33,7 @@ from firechunk.atomic import atomic_write
 from firechunk.chunker.headings import heading_key
 from firechunk.layout import RunDir
 from firechunk.schemas.chunk import Checked, chunk_leaves
+from firechunk.schemas.parquet import ROWS_PER_GROUP
 from firechunk.schemas.report import ChunkRun, DuplicateChunk, PageRecord
 from firechunk.tokens import TokenCounter
 from firechunk.validate.facts import ChunkFacts, chunk_facts
@@ -48,10 +50,11 @@ ID_COLUMNS: dict[str, list[str]] = {
 PAGE_URL_COLUMN = {"chunks": "sourceUrl", "pages": "url", "headers": "url"}
 
 # The chunks table: the chunk's fields marked `Checked` (`schemas.chunk`), under their JSON
-# keys, then the values computed across rows (`chunk_columns`).
+# keys, then the values computed from its text where it was made (`ChunkFacts`), then the
+# one computed across rows.
 CHECKED_FIELDS = [leaf for leaf in chunk_leaves() if leaf.marker(Checked)]
-COMPUTED_CHUNK_COLUMNS = ["token_recount", "text_hash", "prev_chunk_link"]
-CHUNK_COLUMNS = [leaf.key for leaf in CHECKED_FIELDS] + COMPUTED_CHUNK_COLUMNS
+FACT_CHUNK_COLUMNS = [leaf.key for leaf in CHECKED_FIELDS] + ["token_recount", "text_hash"]
+CHUNK_COLUMNS = [*FACT_CHUNK_COLUMNS, "prev_chunk_link"]
 PAGE_COLUMNS = [
     "url",
     "canonical_url",
@@ -68,7 +71,9 @@ PAGE_COLUMNS = [
     "token_gap",
     "token_ratio",
 ]
-HEADER_COLUMNS = ["url", "status", "level", "heading", "line", "coverage"]
+# The headers table: each heading as its page's record gives it, then how it is covered.
+HEADING_COLUMNS = ["url", "status", "level", "heading", "line"]
+HEADER_COLUMNS = [*HEADING_COLUMNS, "coverage"]
 
 
 def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pl.DataFrame]:
@@ -78,7 +83,7 @@ def build_tables(run: ChunkRun, counter: TokenCounter) -> dict[str, pl.DataFrame
     for page in run.pages:
         tables.add_page(page)
     tables.add_duplicates(run.report.duplicates)
-    return tables.tables()
+    return dict(tables.tables())
 
 
 Columns = dict[str, list]
@@ -100,7 +105,7 @@ class TableBuilder:
     """
 
     def __init__(self) -> None:
-        self._chunks: Columns = {name: [] for name in [*_FACT_COLUMNS, "prev_chunk_id"]}
+        self._chunks: Columns = {name: [] for name in [*FACT_CHUNK_COLUMNS, "prev_chunk_id"]}
         # Each chunk row's heading lines, one per line of one string: a string per line and
         # a tuple per chunk took three times the memory.
         self._heading_lines: list[str] = []
@@ -108,7 +113,8 @@ class TableBuilder:
         self._rows_at: dict[str, list[int]] = {}  # URL -> the rows of the chunks there
         self._dropped: dict[str, list[DuplicateChunk]] = {}  # URL -> chunks dropped there
         self._pages: list[_Page] = []
-        self._headings: Columns = {name: [] for name in ["page", *HEADER_COLUMNS[:5]]}
+        self._headings: Columns = {name: [] for name in ["page", *HEADING_COLUMNS]}
+        self._taken = False
 
     def add_chunks(self, facts: Iterable[ChunkFacts]) -> None:
         for chunk in facts:
@@ -151,20 +157,29 @@ class TableBuilder:
         for duplicate in duplicates:
             self._dropped.setdefault(duplicate.source_url, []).append(duplicate)
 
-    def tables(self) -> dict[str, pl.DataFrame]:
-        """Every table, keyed by suite name."""
+    def tables(self) -> Iterator[tuple[str, pl.DataFrame]]:
+        """Each table with its suite's name, once all is in; the chunks table last.
+
+        One table at a time, each made from columns the builder hands over, so a run
+        never holds a table's Python columns beside its frame, nor all three frames: at
+        20,000 pages that was 40 MiB more than the largest table. The builder is empty
+        after, and says so if asked again."""
+        if self._taken:
+            raise RuntimeError("the tables were already taken from this builder")
+        self._taken = True
         targets = self._targets()
-        return {
-            "chunks": _frame(self._chunk_columns(), CHUNK_COLUMNS),
-            "pages": _frame(self._page_columns(targets), PAGE_COLUMNS),
-            "headers": _frame(self._header_columns(targets), HEADER_COLUMNS),
-        }
+        yield "headers", _frame(self._header_columns(targets), HEADER_COLUMNS)
+        yield "pages", _frame(self._page_columns(targets), PAGE_COLUMNS)
+        del targets
+        self._pages, self._rows_at, self._dropped, self._heading_lines = [], {}, {}, []
+        yield "chunks", _frame(self._chunk_columns(), CHUNK_COLUMNS)
 
     def _chunk_columns(self) -> Columns:
-        columns = {name: values for name, values in self._chunks.items()}
+        columns, self._chunks = self._chunks, {}
         prev_ids = columns.pop("prev_chunk_id")
         urls = columns["sourceUrl"]
         page_of = {chunk_id: urls[row] for chunk_id, row in self._row_of.items()}
+        self._row_of = {}
         columns["prev_chunk_link"] = [
             prev_chunk_link(prev_id, url, page_of)
             for prev_id, url in zip(prev_ids, urls, strict=True)
@@ -236,8 +251,10 @@ class TableBuilder:
         chunk's text, or in the earlier chunk a dropped chunk of the page repeats: their
         headers are their own page's, so only their lines count), 'missing', or
         'page_quarantined'."""
-        columns = {name: values for name, values in self._headings.items()}
-        covered: dict[int, tuple[set, set[str]]] = {}  # by id of the target
+        columns, self._headings = self._headings, {}
+        # A page's headings come together: what covers them is kept for one target at a time.
+        covered_target = -1
+        covered: tuple[set, set[str]] = (set(), set())
         coverage = []
         for number, status, level, text in zip(
             columns.pop("page"), columns["status"], columns["level"], columns["heading"],
@@ -247,9 +264,9 @@ class TableBuilder:
                 coverage.append("page_quarantined")
                 continue
             target = targets[number]
-            if id(target) not in covered:
-                covered[id(target)] = self._covered(target)
-            named, lines = covered[id(target)]
+            if id(target) != covered_target:
+                covered_target, covered = id(target), self._covered(target)
+            named, lines = covered
             if (level, text) in named:
                 coverage.append("headers")
             else:
@@ -288,16 +305,12 @@ class _Page(NamedTuple):
     chunk_count: int
 
 
-# The chunks table's columns taken from each chunk's facts (its checked fields, the recount
-# and the text hash); `prev_chunk_link` is computed across rows.
-_FACT_COLUMNS = CHUNK_COLUMNS[:-1]
-
-
 def _frame(columns: Columns, names: list[str]) -> pl.DataFrame:
-    """A table built column by column: a dict per row took several times the memory of
-    the columns. Every column of `names` is there, so an empty run fails on row counts,
-    not on a confusing "column does not exist"."""
-    return pl.DataFrame({name: columns.get(name, []) for name in names}, strict=False)
+    """A table built column by column (a dict per row took several times the memory of
+    the columns), each Python list let go once it is a column. Every column of `names`
+    is there, so an empty run fails on row counts, not on a confusing "column does not
+    exist"."""
+    return pl.DataFrame([pl.Series(name, columns.pop(name, []), strict=False) for name in names])
 
 
 def prev_chunk_link(prev_id: str | None, url: str, page_of: dict[str, str]) -> str:
@@ -316,14 +329,18 @@ def _alias_target_status(page: _Page, target: _Page | None) -> str | None:
     return target.status if target is not None else "missing"
 
 
-def write_tables(run_dir: Path, tables: dict[str, pl.DataFrame]) -> list[Path]:
+def write_tables(run_dir: Path, tables: Iterable[tuple[str, pl.DataFrame]]) -> list[Path]:
     """Each table as `<run-dir>/validation/tables/<name>.parquet`, what the validate stage
-    reads: the tables are built where the run is assembled, checked in another task."""
+    reads: the tables are built where the run is assembled, checked in another task.
+    Each is let go once written, before the next is made (`TableBuilder.tables`)."""
     paths = []
-    for name, table in tables.items():
+    for name, table in tables:
         path = RunDir(run_dir).table(name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        paths.append(atomic_write(path, table.write_parquet))
+        paths.append(
+            atomic_write(path, partial(table.write_parquet, row_group_size=ROWS_PER_GROUP))
+        )
+        del table
     return paths
 
 
