@@ -75,7 +75,7 @@ from firechunk.settings import DEFAULT_WORKERS, INLINE_CHARS, MAX_SHRINK, RunSet
 from firechunk.validate.facts import ChunkFacts
 from firechunk.validate.set_aside import SetAside, pages_to_set_aside
 from firechunk.validate.suites import SUITES_DIR, record_outcome, validate_tables
-from firechunk.validate.tables import TableBuilder, read_tables, write_tables
+from firechunk.validate.tables import TableBuilder, TableFiles, write_tables
 
 Progress = Callable[[int, int], None]  # (pages chunked so far, pages to chunk)
 
@@ -409,14 +409,14 @@ def pages_to_set_aside_of(
 
 
 def _set_aside(start: RunStart, outcome: ValidationOutcome) -> SetAside:
-    pages = read_tables(start.run_dir)["pages"]
+    pages = TableFiles(start.run_dir)["pages"]
     return pages_to_set_aside(outcome, pages, start.settings.max_failed_pages)
 
 
 def _validate(start: RunStart, suites_dir: Path) -> ValidationOutcome:
     started = time.perf_counter()
     return validate_tables(
-        read_tables(start.run_dir),
+        TableFiles(start.run_dir),
         start.run_dir,
         suites_dir=suites_dir,
         run_id=start.run_id,

@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
@@ -128,7 +129,7 @@ def validate_run(
 
 
 def validate_tables(
-    tables: dict[str, pl.DataFrame],
+    tables: Mapping[str, pl.DataFrame],
     run_dir: Path,
     *,
     suites_dir: Path = SUITES_DIR,
@@ -183,7 +184,7 @@ def record_outcome(run_dir: Path, outcome: ValidationOutcome, run_id: str | None
 
 def _run_suites(
     suites: dict[str, dict[str, Any]],
-    tables: dict[str, pl.DataFrame],
+    tables: Mapping[str, pl.DataFrame],
     docs_dir: Path,
     run_id: str | None,
 ) -> dict[str, dict[str, Any]]:

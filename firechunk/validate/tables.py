@@ -22,7 +22,7 @@ Tables (one per suite, the suite's `name` is the table's name):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import NamedTuple
@@ -344,9 +344,21 @@ def write_tables(run_dir: Path, tables: Iterable[tuple[str, pl.DataFrame]]) -> l
     return paths
 
 
-def read_tables(run_dir: Path) -> dict[str, pl.DataFrame]:
-    """The run's tables, as `write_tables` wrote them."""
-    return {
-        path.stem: pl.read_parquet(path)
-        for path in sorted(RunDir(run_dir).tables_dir.glob("*.parquet"))
-    }
+class TableFiles(Mapping[str, pl.DataFrame]):
+    """The run's tables, as `write_tables` wrote them, each read when it is asked for:
+    validation then holds one table at a time, not all three for every suite."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self._run = RunDir(run_dir)
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        path = self._run.table(name)
+        if not path.is_file():
+            raise KeyError(name)
+        return pl.read_parquet(path)
+
+    def __iter__(self) -> Iterator[str]:
+        return (path.stem for path in sorted(self._run.tables_dir.glob("*.parquet")))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
