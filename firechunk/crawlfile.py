@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import itertools
 import json
 import re
-from collections.abc import Iterator
+import textwrap
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import ijson
 import orjson
 from ijson.common import ObjectBuilder
 from pydantic import TypeAdapter, ValidationError
 
-from firechunk.atomic import write_json
+from firechunk.atomic import atomic_write
 from firechunk.layout import RawCrawl
 from firechunk.schemas.page import CrawledPage, CrawlResult, CrawlText
 
@@ -329,5 +331,21 @@ def _parse(raw: bytes, path: Path) -> object:
         raise CrawlFileError(f"{path}: JSON nested too deeply to be a crawl") from None
 
 
-def write_crawl(path: Path, crawl: CrawlResult) -> Path:
-    return write_json(path, crawl.to_firecrawl_json())
+def write_crawl(path: Path, crawl: CrawlResult, pages: Iterable[CrawledPage] = ()) -> Path:
+    """crawl.json: `crawl` with `pages` after its own, in Firecrawl's crawl response shape
+    and as `json.dumps(..., indent=2)` writes it, but a page at a time: a finished job's
+    pages come from its page log and are never held together."""
+    head = crawl.model_copy(update={"data": []}).to_firecrawl_json()
+    del head["data"]
+    opening = json.dumps(head, ensure_ascii=False, indent=2).removesuffix("\n}")
+
+    def write(handle: IO[bytes]) -> None:
+        handle.write(f'{opening},\n  "data": ['.encode())
+        separator = "\n"
+        for page in itertools.chain(crawl.data, pages):
+            text = json.dumps(page.to_firecrawl_json(), ensure_ascii=False, indent=2)
+            handle.write((separator + textwrap.indent(text, "    ")).encode())
+            separator = ",\n"
+        handle.write(b"]\n}\n" if separator == "\n" else b"\n  ]\n}\n")
+
+    return atomic_write(path, write)

@@ -39,6 +39,10 @@ def _first(value: Any) -> Any:
 CrawlText = Annotated[str, BeforeValidator(_unicode_only)]
 
 
+# How a crawl is dumped as Firecrawl gives it: its field names, no nulls it did not send.
+FIRECRAWL_JSON: dict[str, Any] = {"by_alias": True, "exclude_none": True, "mode": "json"}
+
+
 class PageMetadata(BaseModel):
     """The part of Firecrawl's page metadata firechunk relies on; other keys are kept as-is."""
 
@@ -71,6 +75,9 @@ class CrawledPage(BaseModel):
         """The URL that was asked for (sourceURL), else the final URL."""
         return self.metadata.source_url or self.metadata.url or ""
 
+    def to_firecrawl_json(self) -> dict[str, Any]:
+        return self.model_dump(**FIRECRAWL_JSON)
+
 
 class CrawlResult(BaseModel):
     """A whole crawl in the shape of Firecrawl's crawl status response with all pages."""
@@ -85,4 +92,4 @@ class CrawlResult(BaseModel):
     data: list[CrawledPage] = Field(default_factory=list)
 
     def to_firecrawl_json(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return self.model_dump(**FIRECRAWL_JSON)

@@ -27,8 +27,9 @@ from firechunk.crawl.retry import (
     never_reached_firecrawl,
     retry_after_seconds,
 )
-from firechunk.crawlfile import read_crawl
+from firechunk.crawlfile import read_crawl, write_crawl
 from firechunk.schemas.job import CrawlJobState, CrawlTarget
+from firechunk.schemas.page import CrawledPage, CrawlResult
 from tests.crawl_fixtures import (
     CANARY_KEY,
     ROOT,
@@ -269,4 +270,28 @@ def test_a_damaged_page_log_line_is_an_error_naming_the_line(tmp_path, line):
     with open(log.path, "ab") as handle:
         handle.write(line)
     with pytest.raises(CrawlError, match=r"pages\.jsonl, line 2: not a page"):
-        log.read()
+        list(log.pages())
+
+
+@pytest.mark.parametrize("pages", [0, 1, 3])
+def test_crawl_json_written_a_page_at_a_time_is_what_the_whole_crawl_dumps(tmp_path, pages):
+    log = PageLog(tmp_path / "pages.jsonl")
+    log.append(
+        {
+            "markdown": f"# Page {n}\n\nnaïve \u200b text\u001b",
+            "metadata": {"sourceURL": f"https://d.example.com/{n}", "statusCode": 200},
+            "links": [f"https://d.example.com/{n + 1}"],
+        }
+        for n in range(pages)
+    )
+    assert log.count() == pages
+    head = CrawlResult(completed=pages, total=pages, credits_used=pages)
+    path = write_crawl(
+        tmp_path / "crawl.json", head, (CrawledPage.model_validate(p) for p in log.pages())
+    )
+    whole = head.model_copy(update={"data": [CrawledPage.model_validate(p) for p in log.pages()]})
+    dumped = json.dumps(whole.to_firecrawl_json(), ensure_ascii=False, indent=2) + "\n"
+    assert path.read_text(encoding="utf-8") == dumped
+    assert [page.url for page in read_crawl(path).data] == [
+        f"https://d.example.com/{n}" for n in range(pages)
+    ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +53,22 @@ class PageLog:
             os.fsync(handle.fileno())
             return handle.tell()
 
-    def read(self) -> list[dict[str, Any]]:
-        """Every page; a line that is not a JSON object is an error naming the line."""
+    def pages(self) -> Iterator[dict[str, Any]]:
+        """Every page, read a line at a time (a crawl's pages are not held whole); a line
+        that is not a JSON object is an error naming the line."""
         if not self.path.exists():
-            return []
-        pages = []
+            return
         with open(self.path, encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
-                    pages.append(self._page(line, number))
-        return pages
+                    yield self._page(line, number)
+
+    def count(self) -> int:
+        """The pages in the file: its lines that are not blank, none of them parsed."""
+        if not self.path.exists():
+            return 0
+        with open(self.path, "rb") as handle:
+            return sum(1 for line in handle if line.strip())
 
     def _page(self, line: str, number: int) -> dict[str, Any]:
         try:

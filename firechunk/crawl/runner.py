@@ -298,30 +298,31 @@ class _CrawlRun:
             self.report(f"crawl {self.name} is complete: {crawl_file} (no new Firecrawl job)")
             return self._outcome(state, replayed=True)
 
-        pages = PageLog(pages_file).read()
+        log = PageLog(pages_file)
+        found = log.count()
         if state.firecrawl_status != "completed":
             state.status = "failed"
             state.error = (
                 f"Firecrawl job {job_id} ended '{state.firecrawl_status}' after "
-                f"{state.completed}/{state.total} pages; the {len(pages)} pages it returned "
+                f"{state.completed}/{state.total} pages; the {found} pages it returned "
                 f"are kept in {pages_file}; no crawl.json was written. "
                 "Run with --recrawl to start a new job."
             )
             self._save(state)
             raise JobFailedError(state.error)
-        if len(pages) != state.total:
-            self._restart_download(state, found=len(pages))
+        if found != state.total:
+            self._restart_download(state, found=found)
         crawl = CrawlResult(
             status="completed",
             completed=state.completed,
             total=state.total,
             credits_used=state.credits_used,
-            data=[CrawledPage.model_validate(page) for page in pages],
         )
-        write_crawl(crawl_file, crawl)
+        pages = (CrawledPage.model_validate(page) for page in log.pages())
+        write_crawl(crawl_file, crawl, pages)
         state.status, state.error = "done", None
         self._save(state)
-        self.report(f"crawl {self.name}: {len(pages)} pages written to {crawl_file}")
+        self.report(f"crawl {self.name}: {found} pages written to {crawl_file}")
         return self._outcome(state, replayed=replay)
 
     def _restart_download(self, state: CrawlJobState, found: int) -> None:
