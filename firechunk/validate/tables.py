@@ -161,9 +161,8 @@ class TableBuilder:
         """Each table with its suite's name, once all is in; the chunks table last.
 
         One table at a time, each made from columns the builder hands over, so a run
-        never holds a table's Python columns beside its frame, nor all three frames: at
-        20,000 pages that was 40 MiB more than the largest table. The builder is empty
-        after, and says so if asked again."""
+        does not hold a table's Python columns beside its frame, nor all three frames at
+        once. The builder is empty after, and says so if asked again."""
         if self._taken:
             raise RuntimeError("the tables were already taken from this builder")
         self._taken = True
