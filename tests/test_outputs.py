@@ -16,7 +16,7 @@ from firechunk.schemas.parquet import CHUNKS_SCHEMA, OMITTED_WHEN_NULL, PAGES_SC
 from firechunk.schemas.report import ChunkReport, PageRecord, QuarantineRecord
 from firechunk.tokens import TokenCounter
 from firechunk.validate.facts import chunk_facts
-from firechunk.validate.tables import TableBuilder, write_tables
+from firechunk.validate.tables import TableBuilder, TableFiles, write_tables
 from tests.synthetic_runs import clean_run
 
 
@@ -158,6 +158,11 @@ def test_the_validation_tables_are_taken_once(tmp_path):
     builder.add_chunks(chunk_facts(chunk, TokenCounter()) for chunk in clean_run().chunks)
     written = write_tables(tmp_path, builder.tables())
     assert [path.stem for path in written] == ["headers", "pages", "chunks"]
-    assert pl.read_parquet(written[-1]).height == len(clean_run().chunks)
     with pytest.raises(RuntimeError, match="already taken"):
         next(builder.tables())
+    files = TableFiles(tmp_path)
+    assert list(files) == ["chunks", "headers", "pages"] and len(files) == 3
+    assert files["chunks"].height == len(clean_run().chunks)
+    written[1].unlink()
+    with pytest.raises(KeyError):
+        files["pages"]
