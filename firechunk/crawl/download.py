@@ -64,11 +64,8 @@ class PageLog:
                     yield self._page(line, number)
 
     def count(self) -> int:
-        """The pages in the file: its lines that are not blank, none of them parsed."""
-        if not self.path.exists():
-            return 0
-        with open(self.path, "rb") as handle:
-            return sum(1 for line in handle if line.strip())
+        """The pages in the file, read as `pages` reads them."""
+        return sum(1 for _ in self.pages())
 
     def _page(self, line: str, number: int) -> dict[str, Any]:
         try:
