@@ -61,9 +61,11 @@ def write_json(path: Path, value: Any, *, indent: int | None = 2) -> Path:
 
     def write(handle: IO[bytes]) -> None:
         text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
-        json.dump(value, text, ensure_ascii=False, indent=indent)
-        text.write("\n")
-        text.detach()  # flushes; the handle stays open for atomic_write to finish
+        try:
+            json.dump(value, text, ensure_ascii=False, indent=indent)
+            text.write("\n")
+        finally:
+            text.detach()  # flushes; the handle stays open for atomic_write to finish
 
     return atomic_write(path, write)
 
