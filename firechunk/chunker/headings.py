@@ -143,8 +143,8 @@ def _normalise(line: str) -> str:
     return heading_key(heading_text(line))
 
 
-def heading_lines(text: str) -> frozenset[str]:
-    """The heading lines (ATX or setext) in a chunk's text, normalised.
+def heading_lines(text: str) -> tuple[str, ...]:
+    """The heading lines (ATX or setext) in a chunk's text, normalised, each once, sorted.
 
     A chunk spanning several H2 sections carries their heading lines in its text; prose
     that merely mentions a heading's words does not cover it.
@@ -154,4 +154,4 @@ def heading_lines(text: str) -> frozenset[str]:
     for line, below in zip(lines, lines[1:] + [""], strict=True):
         if is_atx_heading(line) or (line.strip() and is_setext_underline(below)):
             found.add(_normalise(line))
-    return frozenset(found)
+    return tuple(sorted(found))

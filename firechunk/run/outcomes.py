@@ -41,7 +41,7 @@ class StoredDraft(DraftChunk):
     # is not validated (`ChunkerOptions.validation_facts`)
     recount: int | None
     text_hash: str  # content_hash(text): what the suites check, and the key of repeats
-    heading_lines: list[str]  # validation_tables.heading_lines, sorted ([]: not validated)
+    heading_lines: list[str]  # `chunker.headings.heading_lines` ([]: not validated)
 
 
 @dataclass
@@ -163,5 +163,5 @@ def _stored_draft(draft: DraftChunk, sizer: Sizer, facts: bool) -> StoredDraft:
         **vars(draft),
         recount=sizer.count(draft.text) if facts else None,
         text_hash=content_hash(draft.text),
-        heading_lines=sorted(heading_lines(draft.text)) if facts else [],
+        heading_lines=list(heading_lines(draft.text)) if facts else [],
     )

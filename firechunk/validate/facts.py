@@ -33,7 +33,7 @@ class ChunkFacts:
     token_recount: int | None
     text_hash: str  # `content_hash(data.text)`
     prev_chunk_id: str | None
-    heading_lines: tuple[str, ...]  # `heading_lines(data.text)`, sorted
+    heading_lines: tuple[str, ...]  # `heading_lines(data.text)`
 
 
 def chunk_facts(chunk: Chunk, counter: TokenCounter) -> ChunkFacts:
@@ -49,5 +49,5 @@ def chunk_facts(chunk: Chunk, counter: TokenCounter) -> ChunkFacts:
         token_recount=counter.count(text),
         text_hash=content_hash(text),
         prev_chunk_id=chunk.data.overlap_text.prev_chunk_id,
-        heading_lines=tuple(sorted(heading_lines(text))),
+        heading_lines=heading_lines(text),
     )
