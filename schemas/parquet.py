@@ -44,7 +44,7 @@ rows whose keys differ from these schemas rather than drop a field silently.
 from __future__ import annotations
 
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Final, Literal, Union, get_args, get_origin
 
 import pyarrow as pa
 from pydantic import BaseModel
@@ -93,10 +93,11 @@ def _may_be_none(field: FieldInfo) -> bool:
 
 CHUNKS_SCHEMA = pa.schema(model_fields(Chunk))
 
-# Rows per Parquet row group, in every file a run writes (the validation tables too): a
-# writer holds a group's encoded pages until the group ends, so small groups keep writing
-# flat (the 98,000-row headers table of a 20,000-page run took +23 MiB in one group, +8 in
-# groups of 2,000).
+# How every Parquet file of a run is written, the validation tables too. Rows per row
+# group: a writer holds a group's encoded pages until the group ends, so small groups keep
+# writing flat (the 98,000-row headers table of a 20,000-page run took +23 MiB in one
+# group, +8 in groups of 2,000).
+PARQUET_COMPRESSION: Final = "zstd"
 ROWS_PER_GROUP = 2000
 
 # Nullable columns whose key a chunk's JSON leaves out when null (`OmittedWhenNull` in

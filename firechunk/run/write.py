@@ -29,11 +29,10 @@ from firechunk.schemas.parquet import (
     CHUNKS_SCHEMA,
     OMITTED_WHEN_NULL,
     PAGES_SCHEMA,
+    PARQUET_COMPRESSION,
     ROWS_PER_GROUP,
 )
 from firechunk.schemas.report import ChunkReport, ChunkRun, PageRecord, QuarantineRecord
-
-PARQUET_COMPRESSION = "zstd"
 
 
 def write_run_outputs(run: ChunkRun, run_dir: Path) -> list[Path]:

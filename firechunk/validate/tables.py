@@ -33,7 +33,7 @@ from firechunk.atomic import atomic_write
 from firechunk.chunker.headings import heading_key
 from firechunk.layout import RunDir
 from firechunk.schemas.chunk import Checked, chunk_leaves
-from firechunk.schemas.parquet import ROWS_PER_GROUP
+from firechunk.schemas.parquet import PARQUET_COMPRESSION, ROWS_PER_GROUP
 from firechunk.schemas.report import ChunkRun, DuplicateChunk, PageRecord
 from firechunk.tokens import TokenCounter
 from firechunk.validate.facts import ChunkFacts, chunk_facts
@@ -336,9 +336,10 @@ def write_tables(run_dir: Path, tables: Iterable[tuple[str, pl.DataFrame]]) -> l
     for name, table in tables:
         path = RunDir(run_dir).table(name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        paths.append(
-            atomic_write(path, partial(table.write_parquet, row_group_size=ROWS_PER_GROUP))
+        write = partial(
+            table.write_parquet, compression=PARQUET_COMPRESSION, row_group_size=ROWS_PER_GROUP
         )
+        paths.append(atomic_write(path, write))
         del table
     return paths
 
